@@ -1,0 +1,34 @@
+# minidl — a thin front for CMake. Every target works on a fresh Debian machine.
+#
+#   make          release build into build/ (binaries in build/bin/)
+#   make deps     install the Debian packages minidl needs (as root; otherwise prints the command)
+#   make test     build, then run every test through ctest
+#   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
+#   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
+#   make clean    remove build/
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all configure deps test data mnist clean
+
+all: configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+configure:
+	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+deps:
+	bash scripts/install-deps.sh
+
+test: all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+data:
+	bash scripts/get-mnist.sh data/mnist
+
+mnist: deps all data
+	$(BUILD)/bin/mnist train --data data/mnist $(MNIST_FLAGS)
+
+clean:
+	rm -rf $(BUILD)

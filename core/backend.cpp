@@ -1,0 +1,37 @@
+#include "core/backend.h"
+
+#include "core/error.h"
+
+namespace minidl {
+
+void ensure_registered();  // core/registry_init.cpp
+
+namespace {
+DeviceBackend* backends[kNumDeviceTypes] = {nullptr, nullptr};
+}
+
+void register_backend(DeviceType type, DeviceBackend* backend) { backends[static_cast<int>(type)] = backend; }
+
+bool has_backend(DeviceType type) {
+  ensure_registered();
+  return backends[static_cast<int>(type)] != nullptr;
+}
+
+DeviceBackend& backend_for(DeviceType type) {
+  ensure_registered();
+  DeviceBackend* b = backends[static_cast<int>(type)];
+  MINIDL_CHECK(b != nullptr, device_type_name(type),
+               ": this build of minidl has no CUDA support (CUDA toolkit not found at configure time); "
+               "rebuild on a machine with nvcc, or use --device cpu");
+  return *b;
+}
+
+void check_device_usable(const Device& d) {
+  DeviceBackend& b = backend_for(d.type);
+  const int n = b.device_count();
+  if (n == 0) throw Error(str_cat(d.str(), ": no usable device: ", b.unavailable_reason()));
+  MINIDL_CHECK(d.index >= 0 && d.index < n, d.str(), ": device index out of range; ", n, " ",
+               device_type_name(d.type), " device(s) found");
+}
+
+}  // namespace minidl

@@ -1,0 +1,45 @@
+// core/backend.h — what a device must provide to the core: memory and copies.
+//
+// The CPU backend is always registered. The CUDA backend registers itself from cuda/ when the build has
+// CUDA (see core/registry_init.cpp); without it, asking for a cuda tensor is an error that says why.
+// Kernels never go through this interface: they are found through the dispatch table (core/dispatch.h).
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "core/device.h"
+
+namespace minidl {
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  // Returns memory for nbytes (nbytes may be 0). Throws OutOfMemoryError when it cannot.
+  virtual void* allocate(size_t nbytes, int device_index) = 0;
+  virtual void deallocate(void* ptr, size_t nbytes, int device_index) = 0;
+
+  // Copies of raw bytes. "host" means ordinary CPU memory. Copies to the host are complete when they
+  // return; the others may be asynchronous with respect to the host, ordered with the device's kernels.
+  virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) = 0;
+  virtual void copy_on_device(void* dst, const void* src, size_t nbytes, int device_index) = 0;
+
+  // Waits until all work queued on the device is done.
+  virtual void synchronize(int device_index) = 0;
+
+  // How many devices of this type are usable; 0 with reason() saying why.
+  virtual int device_count() = 0;
+  virtual std::string unavailable_reason() = 0;
+};
+
+// Registration (done once by core/registry_init.cpp). Looking up a type that has no backend throws an
+// Error saying that this build has no kernels for it.
+void register_backend(DeviceType type, DeviceBackend* backend);
+DeviceBackend& backend_for(DeviceType type);
+bool has_backend(DeviceType type);
+
+// Throws a clear Error when `d` cannot be used (no backend in this build, no driver, index too large).
+void check_device_usable(const Device& d);
+
+}  // namespace minidl

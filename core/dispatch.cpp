@@ -1,0 +1,221 @@
+#include "core/dispatch.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+namespace minidl {
+
+void ensure_registered();  // core/registry_init.cpp
+
+struct KernelRegistry::Impl {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<KernelInfo>> kernels;
+  // (op, device) -> selected name
+  std::map<std::pair<std::string, int>, std::string> selection;
+  // (key, device) -> ordered candidates (rebuilt when the selection changes)
+  std::map<std::pair<std::string, int>, std::vector<const KernelInfo*>> cache;
+  std::map<std::pair<std::string, int>, std::string> last;
+  std::set<std::pair<std::string, int>> logged;
+  int log_level = 0;
+};
+
+KernelRegistry& KernelRegistry::raw() {
+  static KernelRegistry registry;
+  return registry;
+}
+
+KernelRegistry& KernelRegistry::instance() {
+  ensure_registered();
+  return raw();
+}
+
+KernelRegistry::Impl& KernelRegistry::impl() const {
+  static Impl* state = [] {
+    auto* s = new Impl();
+    if (const char* v = std::getenv("MINIDL_LOG_DISPATCH")) s->log_level = std::atoi(v);
+    return s;
+  }();
+  return *state;
+}
+
+void KernelRegistry::add(KernelInfo info) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (const auto& k : s.kernels)
+    MINIDL_CHECK(!(k->key == info.key && k->device == info.device && k->name == info.name),
+                 "dispatch: kernel '", info.name, "' registered twice for ", info.key, " on ",
+                 device_type_name(info.device));
+  s.kernels.push_back(std::make_unique<KernelInfo>(std::move(info)));
+  s.cache.clear();
+}
+
+const std::vector<const KernelInfo*>& KernelRegistry::candidates(const std::string& key, DeviceType device) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto cache_key = std::make_pair(key, static_cast<int>(device));
+  auto it = s.cache.find(cache_key);
+  if (it != s.cache.end()) return it->second;
+
+  std::vector<const KernelInfo*> list;
+  for (const auto& k : s.kernels)
+    if (k->key == key && k->device == device) list.push_back(k.get());
+  std::stable_sort(list.begin(), list.end(),
+                   [](const KernelInfo* a, const KernelInfo* b) { return a->priority > b->priority; });
+  const std::string op = key.substr(0, key.find('.'));
+  auto sel = s.selection.find({op, static_cast<int>(device)});
+  if (sel != s.selection.end()) {
+    auto chosen = std::find_if(list.begin(), list.end(), [&](const KernelInfo* k) { return k->name == sel->second; });
+    if (chosen != list.end()) std::rotate(list.begin(), chosen, chosen + 1);
+  }
+  return s.cache.emplace(cache_key, std::move(list)).first->second;
+}
+
+static std::string list_kernels_of(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op,
+                                   int device) {
+  std::set<std::string> names;
+  for (const auto& k : kernels)
+    if (k->op == op && (device < 0 || static_cast<int>(k->device) == device))
+      names.insert(k->name + (device < 0 ? std::string("@") + device_type_name(k->device) : ""));
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+static std::string list_ops(const std::vector<std::unique_ptr<KernelInfo>>& kernels) {
+  std::set<std::string> ops;
+  for (const auto& k : kernels) ops.insert(k->op);
+  std::string out;
+  for (const auto& o : ops) out += (out.empty() ? "" : ", ") + o;
+  return out;
+}
+
+void KernelRegistry::select(const std::string& op, DeviceType device, const std::string& name) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const int dev = static_cast<int>(device);
+  bool op_known = false, name_known = false;
+  for (const auto& k : s.kernels) {
+    if (k->op != op) continue;
+    op_known = true;
+    if (k->device == device && k->name == name) name_known = true;
+  }
+  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'; ops: ", list_ops(s.kernels));
+  if (name.empty() || name == "default") {
+    s.selection.erase({op, dev});
+  } else {
+    MINIDL_CHECK(name_known, "kernel selection: op '", op, "' has no kernel '", name, "' on ",
+                 device_type_name(device), "; kernels there: ", list_kernels_of(s.kernels, op, dev));
+    s.selection[{op, dev}] = name;
+  }
+  s.cache.clear();
+}
+
+std::string KernelRegistry::selected(const std::string& op, DeviceType device) const {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.selection.find({op, static_cast<int>(device)});
+  return it == s.selection.end() ? "" : it->second;
+}
+
+std::vector<const KernelInfo*> KernelRegistry::all() const {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<const KernelInfo*> out;
+  for (const auto& k : s.kernels) out.push_back(k.get());
+  std::stable_sort(out.begin(), out.end(), [](const KernelInfo* a, const KernelInfo* b) {
+    if (a->op != b->op) return a->op < b->op;
+    if (a->key != b->key) return a->key < b->key;
+    if (a->device != b->device) return a->device < b->device;
+    return a->priority > b->priority;
+  });
+  return out;
+}
+
+std::string KernelRegistry::last_used(const std::string& key, DeviceType device) const {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.last.find({key, static_cast<int>(device)});
+  return it == s.last.end() ? "" : it->second;
+}
+
+void KernelRegistry::note_used(const KernelInfo& k) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto id = std::make_pair(k.key, static_cast<int>(k.device));
+  auto it = s.last.find(id);
+  if (it == s.last.end())
+    s.last.emplace(id, k.name);
+  else if (it->second != k.name)
+    it->second = k.name;
+  if (s.log_level >= 2 || (s.log_level == 1 && s.logged.insert(id).second))
+    std::fprintf(stderr, "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(), device_type_name(k.device),
+                 k.name.c_str());
+}
+
+void KernelRegistry::note_declined(const KernelInfo& k) {
+  Impl& s = impl();
+  if (s.log_level >= 1)
+    std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel\n", k.key.c_str(),
+                 device_type_name(k.device), k.name.c_str());
+}
+
+void select_kernel(const std::string& op, DeviceType device, const std::string& name) {
+  KernelRegistry::instance().select(op, device, name);
+}
+
+void select_kernels_from_spec(const std::string& spec) { apply_kernel_spec(KernelRegistry::instance(), spec); }
+
+void apply_kernel_spec(KernelRegistry& registry, const std::string& spec) {
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    MINIDL_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), "kernel selection: '", item,
+                 "' is not of the form OP=NAME (e.g. matmul=naive)");
+    const std::string op = item.substr(0, eq), name = item.substr(eq + 1);
+    // Apply on every device type that has this kernel name for this op.
+    bool applied = false;
+    std::string first_error;
+    for (DeviceType d : {DeviceType::cpu, DeviceType::cuda}) {
+      try {
+        registry.select(op, d, name);
+        applied = true;
+      } catch (const Error& e) {
+        if (first_error.empty()) first_error = e.what();
+      }
+    }
+    if (!applied) {
+      // Rebuild a message that lists the kernels on every device.
+      std::string names;
+      for (const KernelInfo* k : registry.all())
+        if (k->op == op) names += (names.empty() ? "" : ", ") + k->name + "@" + device_type_name(k->device);
+      if (names.empty()) throw Error(first_error);
+      throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'; kernels: ", names));
+    }
+  }
+}
+
+void select_kernels_from_flags(const std::vector<std::string>& specs) {
+  for (const auto& s : specs) select_kernels_from_spec(s);
+}
+
+std::string last_kernel(const std::string& key, DeviceType device) {
+  return KernelRegistry::instance().last_used(key, device);
+}
+
+void reset_kernel_selection() {
+  KernelRegistry& registry = KernelRegistry::instance();
+  std::set<std::string> ops;
+  for (const KernelInfo* k : registry.all()) ops.insert(k->op);
+  for (const auto& op : ops)
+    for (DeviceType d : {DeviceType::cpu, DeviceType::cuda}) registry.select(op, d, "");
+}
+
+}  // namespace minidl

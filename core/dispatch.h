@@ -1,0 +1,130 @@
+// core/dispatch.h — the one dispatch table: (kernel key, device type) -> several named kernels.
+//
+// A kernel key is "op" or "op.stage" ("matmul", "conv2d.backward_input"); the part before the dot is the
+// op that users select kernels by. Each registered kernel has a name ("naive", "openblas", "cublas"),
+// a one-line description and a priority. A kernel is a plain function returning bool:
+//
+//     bool matmul_openblas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b);
+//
+// Returning false means "I decline this call" (a dtype or layout it does not handle); the dispatcher
+// then tries the next kernel. Order of trial: the kernel the user selected for this op and device (if
+// any), then the others by descending priority. The kernel signatures of every op are in
+// ops/kernel_signatures.h; the registration of every kernel is in cpu/register.cpp and cuda/register.cu.
+//
+// Selecting kernels at run time:
+//   - API:         minidl::select_kernel("matmul", DeviceType::cpu, "naive");
+//   - environment: MINIDL_KERNELS="matmul=naive,conv2d=im2col_blas"
+//   - programs:    --kernel matmul=naive   (calls select_kernels_from_spec)
+// Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key the first time it runs;
+// MINIDL_LOG_DISPATCH=2 prints every call.
+#pragma once
+#include <functional>
+#include <string>
+#include <typeindex>
+#include <utility>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+
+namespace minidl {
+
+using AnyFunction = void (*)();
+
+struct KernelInfo {
+  std::string key;          // "conv2d.backward_input"
+  std::string op;           // "conv2d"
+  DeviceType device;        // cpu or cuda
+  std::string name;         // "im2col_blas"
+  std::string description;  // one line
+  int priority = 0;         // the highest-priority kernel that accepts a call is the default
+  AnyFunction fn = nullptr;
+  std::type_index signature = typeid(void);
+};
+
+class KernelRegistry {
+ public:
+  // The registry with every kernel registered (registration happens on first use).
+  static KernelRegistry& instance();
+  // The registry as it is, for the registration functions themselves.
+  static KernelRegistry& raw();
+
+  void add(KernelInfo info);
+
+  // The kernels to try for (key, device), in order: the selected one first, then by priority.
+  const std::vector<const KernelInfo*>& candidates(const std::string& key, DeviceType device);
+
+  // Makes `name` the first kernel tried for every key of `op` on `device` that has a kernel of that
+  // name. Throws an Error listing what exists when the op or the name is unknown. name "" or "default"
+  // clears the selection.
+  void select(const std::string& op, DeviceType device, const std::string& name);
+  // The selected name for (op, device), "" if none.
+  std::string selected(const std::string& op, DeviceType device) const;
+
+  // Every registered kernel, sorted by op, key, device, priority.
+  std::vector<const KernelInfo*> all() const;
+  // The name of the kernel that served the last call of (key, device), "" if none yet.
+  std::string last_used(const std::string& key, DeviceType device) const;
+  void note_used(const KernelInfo& k);
+  void note_declined(const KernelInfo& k);
+
+ private:
+  KernelRegistry() = default;
+  struct Impl;
+  Impl& impl() const;
+};
+
+// Registers `fn` under `key` for `device`. Fn is a function type, e.g. bool(const Tensor&, Tensor&).
+template <class Fn>
+void register_kernel(const std::string& key, DeviceType device, const std::string& name, int priority,
+                     const std::string& description, Fn* fn) {
+  KernelInfo k;
+  k.key = key;
+  k.op = key.substr(0, key.find('.'));
+  k.device = device;
+  k.name = name;
+  k.description = description;
+  k.priority = priority;
+  k.fn = reinterpret_cast<AnyFunction>(fn);
+  k.signature = typeid(Fn);
+  KernelRegistry::raw().add(std::move(k));
+}
+
+// Calls the first kernel for (key, device) that accepts the call. Throws when none does.
+template <class Fn, class... Args>
+void dispatch(const std::string& key, Device device, Args&&... args) {
+  KernelRegistry& registry = KernelRegistry::instance();
+  const std::vector<const KernelInfo*>& kernels = registry.candidates(key, device.type);
+  for (const KernelInfo* k : kernels) {
+    MINIDL_CHECK(k->signature == typeid(Fn), "dispatch: kernel '", k->name, "' of '", key,
+                 "' was registered with another signature");
+    Fn* fn = reinterpret_cast<Fn*>(k->fn);
+    if (fn(std::forward<Args>(args)...)) {
+      registry.note_used(*k);
+      return;
+    }
+    registry.note_declined(*k);
+  }
+  MINIDL_CHECK(!kernels.empty(), key, ": no kernel is registered for device ", device.str());
+  std::string tried;
+  for (const KernelInfo* k : kernels) tried += (tried.empty() ? "" : ", ") + k->name;
+  throw Error(str_cat(key, ": every kernel for ", device.str(), " declined this call (tried: ", tried,
+                      "); unsupported dtype or layout?"));
+}
+
+// API selection: select_kernel("matmul", DeviceType::cpu, "naive").
+void select_kernel(const std::string& op, DeviceType device, const std::string& name);
+// "matmul=naive,conv2d=im2col_blas": each NAME applies on every device type that has a kernel of that
+// name for OP (at least one must). Throws a listing Error for unknown ops or names.
+void select_kernels_from_spec(const std::string& spec);
+// The kernel that served the last call of (key, device): "" if none yet. Tests assert with it.
+std::string last_kernel(const std::string& key, DeviceType device);
+// Clears every selection (tests use it to restore defaults).
+void reset_kernel_selection();
+
+// Helper for programs: applies each "--kernel OP=NAME" value.
+void select_kernels_from_flags(const std::vector<std::string>& specs);
+// select_kernels_from_spec on a given registry (used while registering, to apply MINIDL_KERNELS).
+void apply_kernel_spec(KernelRegistry& registry, const std::string& spec);
+
+}  // namespace minidl

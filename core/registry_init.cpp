@@ -1,0 +1,33 @@
+// core/registry_init.cpp — the one place where backends and kernels are registered.
+//
+// Backend conditionals (#ifdef MINIDL_WITH_CUDA) live here and in the registration files, never in
+// op or layer logic.
+#include <cstdlib>
+#include <mutex>
+
+#include "core/backend.h"
+#include "core/dispatch.h"
+#include "cpu/register.h"
+
+#ifdef MINIDL_WITH_CUDA
+#include "cuda/register.h"
+#endif
+
+namespace minidl {
+
+DeviceBackend* make_cpu_backend();  // core/cpu_backend.cpp
+
+void ensure_registered() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    register_backend(DeviceType::cpu, make_cpu_backend());
+    register_cpu_kernels();
+#ifdef MINIDL_WITH_CUDA
+    register_backend(DeviceType::cuda, make_cuda_backend());
+    register_cuda_kernels();
+#endif
+    if (const char* spec = std::getenv("MINIDL_KERNELS")) apply_kernel_spec(KernelRegistry::raw(), spec);
+  });
+}
+
+}  // namespace minidl

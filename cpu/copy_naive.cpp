@@ -1,0 +1,61 @@
+// cpu/copy_naive.cpp — copy, cast and fill for any strides and dtypes: the reference kernels.
+// Accumulation convention: outputs are overwritten (=).
+#include <cstring>
+
+#include "cpu/register.h"
+#include "cpu/strided.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+template <class S>
+bool cast_from(const Tensor& src, Tensor& dst) {
+  const S* s = src.data<S>();
+  const StridedIndex si(src), di(dst);
+  const int64_t n = src.numel();
+  return MINIDL_ALL_TYPES(dst.dtype(), {
+    T* d = dst.data<T>();
+    for (int64_t i = 0; i < n; ++i) d[di.offset(i)] = static_cast<T>(s[si.offset(i)]);
+  });
+}
+
+// dst = src through both tensors' strides; dst may have another dtype.
+bool cast_naive(const Tensor& src, Tensor& dst) {
+  switch (src.dtype()) {
+    case DType::float32: return cast_from<float>(src, dst);
+    case DType::float64: return cast_from<double>(src, dst);
+    case DType::int32: return cast_from<int32_t>(src, dst);
+    case DType::int64: return cast_from<int64_t>(src, dst);
+  }
+  return false;
+}
+
+bool copy_naive(const Tensor& src, Tensor& dst) { return cast_naive(src, dst); }
+
+// Contiguous same-dtype copy: one memcpy.
+bool copy_memcpy(const Tensor& src, Tensor& dst) {
+  if (!src.is_contiguous() || !dst.is_contiguous()) return false;
+  std::memcpy(dst.raw_data(), src.raw_data(), src.numel() * dtype_size(src.dtype()));
+  return true;
+}
+
+bool fill_naive(Tensor& dst, double value) {
+  return MINIDL_ALL_TYPES(dst.dtype(), {
+    const T v = static_cast<T>(value);
+    for_each_element<T>(dst, [&](int64_t, T& e) { e = v; });
+  });
+}
+
+}  // namespace
+
+void register_copy_kernels_cpu() {
+  register_kernel<CopyKernel>("copy", DeviceType::cpu, "naive", 0, "element by element through strides", copy_naive);
+  register_kernel<CopyKernel>("copy", DeviceType::cpu, "memcpy", 10, "one memcpy; contiguous tensors only",
+                              copy_memcpy);
+  register_kernel<CopyKernel>("cast", DeviceType::cpu, "naive", 0, "element by element, static_cast", cast_naive);
+  register_kernel<FillKernel>("fill", DeviceType::cpu, "naive", 0, "element by element through strides", fill_naive);
+}
+
+}  // namespace minidl

@@ -1,0 +1,62 @@
+// cpu/strided.h — walking a tensor of any strides in row-major order, for the naive CPU kernels.
+//
+// StridedIndex turns a linear position i in [0, numel) of a shape into the element offset
+//   offset(i) = sum_d  digit_d(i) * strides[d],    where digit_d are i's mixed-radix digits by shape.
+// The naive kernels call it per element: slow but obviously right, which is their job.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace minidl {
+
+struct StridedIndex {
+  Shape shape, strides;
+
+  explicit StridedIndex(const Tensor& t) : shape(t.shape()), strides(t.strides()) {}
+
+  int64_t offset(int64_t linear) const {
+    int64_t off = 0;
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      const int64_t digit = linear % shape[d];
+      linear /= shape[d];
+      off += digit * strides[d];
+    }
+    return off;
+  }
+};
+
+// Calls f(T* element) for every element of a contiguous-or-not tensor, in row-major order.
+template <class T, class F>
+void for_each_element(const Tensor& t, F f) {
+  T* base = t.data<T>();
+  const StridedIndex idx(t);
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) f(i, base[idx.offset(i)]);
+}
+
+// Expands to an expression that runs the code given (with T the C++ type of `dtype`) and is true, or is
+// false for a dtype that is not floating: `return MINIDL_FLOAT_TYPES(x.dtype(), { ... use T ... });`
+#define MINIDL_FLOAT_TYPES(dtype, ...)            \
+  [&] {                                            \
+    switch (dtype) {                               \
+      case DType::float32: { using T = float; __VA_ARGS__; return true; }  \
+      case DType::float64: { using T = double; __VA_ARGS__; return true; } \
+      default: return false;                       \
+    }                                              \
+  }()
+
+// Like MINIDL_FLOAT_TYPES but for all four dtypes.
+#define MINIDL_ALL_TYPES(dtype, ...)              \
+  [&] {                                            \
+    switch (dtype) {                               \
+      case DType::float32: { using T = float; __VA_ARGS__; return true; }   \
+      case DType::float64: { using T = double; __VA_ARGS__; return true; }  \
+      case DType::int32: { using T = int32_t; __VA_ARGS__; return true; }   \
+      case DType::int64: { using T = int64_t; __VA_ARGS__; return true; }   \
+    }                                              \
+    return false;                                  \
+  }()
+
+}  // namespace minidl

@@ -1,0 +1,191 @@
+// ops/elementwise.cpp — front ends and gradients of the elementwise ops.
+//
+// Forward formulas are in ops/elementwise_functors.h. Gradients (g = dL/dy):
+//   add: (g, g)   sub: (g, -g)   mul: (g*b, g*a)   div: (g/b, -g*a/b^2)     (each summed back over
+//   broadcast dims by sum_to)
+//   neg: -g   exp: g*y   log: g/x   sqrt: g/(2y)   relu: g*[x>0]   sigmoid: g*y*(1-y)   tanh: g*(1-y^2)
+//   add_scalar: g   mul_scalar: g*s   pow_scalar: g*p*x^(p-1)
+#include "core/dispatch.h"
+#include "ops/op_checks.h"
+#include "ops/ops.h"
+
+namespace minidl {
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    MINIDL_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+                 " cannot be broadcast together (dimension ", i, ": ", da, " vs ", db, ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor sum_to(const Tensor& g, const Shape& shape) {
+  if (g.shape() == shape) return g;
+  const int lead = g.dim() - static_cast<int>(shape.size());
+  MINIDL_CHECK(lead >= 0, "sum_to: cannot reduce shape ", shape_str(g.shape()), " to ", shape_str(shape));
+  std::vector<int> dims;
+  for (int i = 0; i < g.dim(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) dims.push_back(i);
+  Tensor s = dims.empty() ? g : sum(g, dims, /*keepdim=*/true);
+  return s.reshape(shape);
+}
+
+namespace {
+
+Tensor unary(const char* key, const Tensor& x) {
+  check_floating(key, x);
+  Tensor out = empty(x.shape(), x.options());
+  dispatch<UnaryKernel>(key, x.device(), x, out);
+  return out;
+}
+
+Tensor unary_scalar(const char* key, const Tensor& x, double s) {
+  check_floating(key, x);
+  Tensor out = empty(x.shape(), x.options());
+  dispatch<UnaryScalarKernel>(key, x.device(), x, s, out);
+  return out;
+}
+
+// Runs the binary kernel `key` on a and b broadcast to a common shape (no autograd).
+Tensor binary(const char* key, const Tensor& a, const Tensor& b) {
+  check_floating(key, a);
+  check_floating(key, b);
+  check_same_device(key, {a, b});
+  check_same_dtype(key, {a, b});
+  const Shape shape = broadcast_shapes(key, a.shape(), b.shape());
+  Tensor out = empty(shape, a.options());
+  const Tensor ea = a.shape() == shape ? a : a.detach().expand(shape);
+  const Tensor eb = b.shape() == shape ? b : b.detach().expand(shape);
+  dispatch<BinaryKernel>(key, a.device(), ea, eb, out);
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = binary("add", a, b);
+  if (needs_grad({a, b}))
+    attach_grad_fn(out, "AddBackward", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+      return grads{sum_to(g, sa), sum_to(g, sb)};
+    });
+  return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+  Tensor out = binary("sub", a, b);
+  if (needs_grad({a, b}))
+    attach_grad_fn(out, "SubBackward", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+      return grads{sum_to(g, sa), sum_to(neg(g), sb)};
+    });
+  return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor out = binary("mul", a, b);
+  if (needs_grad({a, b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    attach_grad_fn(out, "MulBackward", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
+      return grads{ga ? sum_to(mul(g, b), a.shape()) : Tensor(), gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
+    });
+  }
+  return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor out = binary("div", a, b);
+  if (needs_grad({a, b})) {
+    const bool ga = a.requires_grad(), gb = b.requires_grad();
+    attach_grad_fn(out, "DivBackward", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
+      Tensor grad_a = ga ? sum_to(div(g, b), a.shape()) : Tensor();
+      Tensor grad_b = gb ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor();
+      return grads{grad_a, grad_b};
+    });
+  }
+  return out;
+}
+
+Tensor add_scalar(const Tensor& x, double s) {
+  Tensor out = unary_scalar("add_scalar", x, s);
+  if (needs_grad({x})) attach_grad_fn(out, "AddScalarBackward", {x}, [](const Tensor& g) { return grads{g}; });
+  return out;
+}
+
+Tensor mul_scalar(const Tensor& x, double s) {
+  Tensor out = unary_scalar("mul_scalar", x, s);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "MulScalarBackward", {x}, [s](const Tensor& g) { return grads{mul_scalar(g, s)}; });
+  return out;
+}
+
+Tensor pow_scalar(const Tensor& x, double p) {
+  Tensor out = unary_scalar("pow_scalar", x, p);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "PowScalarBackward", {x}, [x = x.detach(), p](const Tensor& g) {
+      return grads{mul(g, mul_scalar(pow_scalar(x, p - 1), p))};
+    });
+  return out;
+}
+
+Tensor neg(const Tensor& x) {
+  Tensor out = unary("neg", x);
+  if (needs_grad({x})) attach_grad_fn(out, "NegBackward", {x}, [](const Tensor& g) { return grads{neg(g)}; });
+  return out;
+}
+
+Tensor exp(const Tensor& x) {
+  Tensor out = unary("exp", x);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& g) { return grads{mul(g, y)}; });
+  return out;
+}
+
+Tensor log(const Tensor& x) {
+  Tensor out = unary("log", x);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "LogBackward", {x}, [x = x.detach()](const Tensor& g) { return grads{div(g, x)}; });
+  return out;
+}
+
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary("sqrt", x);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "SqrtBackward", {x}, [y = out.detach()](const Tensor& g) {
+      return grads{mul_scalar(div(g, y), 0.5)};
+    });
+  return out;
+}
+
+Tensor relu(const Tensor& x) {
+  Tensor out = unary("relu", x);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "ReluBackward", {x}, [x = x.detach()](const Tensor& g) {
+      return grads{binary("relu_backward", g, x)};
+    });
+  return out;
+}
+
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = unary("sigmoid", x);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "SigmoidBackward", {x}, [y = out.detach()](const Tensor& g) {
+      // y * (1 - y) = y - y^2
+      return grads{mul(g, sub(y, mul(y, y)))};
+    });
+  return out;
+}
+
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary("tanh", x);
+  if (needs_grad({x}))
+    attach_grad_fn(out, "TanhBackward", {x}, [y = out.detach()](const Tensor& g) {
+      return grads{mul(g, add_scalar(neg(mul(y, y)), 1.0))};
+    });
+  return out;
+}
+
+}  // namespace minidl

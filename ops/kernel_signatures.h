@@ -1,0 +1,158 @@
+// ops/kernel_signatures.h — the contract between op front ends (ops/) and kernels (cpu/, cuda/).
+//
+// Every kernel is `bool f(...)`: true when it did the work, false when it declines (wrong dtype,
+// layout it does not handle), and the dispatcher tries the next one. The front end has already
+// checked shapes, devices and dtypes and allocated the outputs (contiguous, uninitialised unless said
+// otherwise), so kernels check only what *they* cannot handle.
+//
+// Conventions, for every kernel below unless it says otherwise:
+//   - all tensors are on the kernel's device and share one floating dtype (float32 or float64);
+//     index tensors are int64;
+//   - outputs are freshly allocated and contiguous, and kernels overwrite them (`=`, never `+=`);
+//   - inputs marked "any strides" may be non-contiguous views, including stride-0 broadcast views;
+//     every other input is contiguous.
+// The naive CPU kernels (cpu/*_naive.cpp) are the reference every other kernel is tested against.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace minidl {
+
+// ---------------------------------------------------------------- elementwise
+// Keys: "neg" "exp" "log" "sqrt" "relu" "sigmoid" "tanh".  out = f(x);  x any strides, same shape as out.
+using UnaryKernel = bool(const Tensor& x, Tensor& out);
+
+// Keys: "add_scalar" (x + s), "mul_scalar" (x * s), "pow_scalar" (x ^ s).  x any strides.
+using UnaryScalarKernel = bool(const Tensor& x, double scalar, Tensor& out);
+
+// Keys: "add" "sub" "mul" "div", and the backward helpers
+//   "relu_backward"  out = x > 0 ? g : 0          (a = g, b = x)
+// a and b are already broadcast (expanded) to out's shape: any strides, including 0.
+using BinaryKernel = bool(const Tensor& a, const Tensor& b, Tensor& out);
+
+// Key "copy": dst = src. Same shape and dtype, same device; both any strides (dst is written through
+// its strides and never overlaps src). Key "cast": the same, but dst may have another dtype (any of the
+// four); values convert as C++ static_cast does.
+using CopyKernel = bool(const Tensor& src, Tensor& dst);
+
+// Key "fill": every element of dst (any strides, any dtype) = value.
+using FillKernel = bool(Tensor& dst, double value);
+
+// Key "dropout_mask": mask[i] = (u_i >= p) ? 1/(1-p) : 0, where u_i = philox_uniform(seed, offset + i)
+// (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).
+using DropoutMaskKernel = bool(Tensor& mask, double p, uint64_t seed, uint64_t offset);
+
+// ---------------------------------------------------------------- reductions
+// x is [rows, cols] contiguous; the front end permutes reduced dims last and flattens.
+// Key "sum": out[r] = sum_c x[r, c]  (out is [rows]).
+using RowReduceKernel = bool(const Tensor& x, Tensor& out);
+// Key "max": out[r] = max_c x[r, c], index[r] = the first c reaching it (int64).
+using RowMaxKernel = bool(const Tensor& x, Tensor& out, Tensor& index);
+
+// ---------------------------------------------------------------- indexing
+// x is [outer, n, inner] contiguous, index is [outer, k, inner] int64 with values in [0, n).
+// Key "gather":              out[o, j, i] = x[o, index[o, j, i], i]          (out is [outer, k, inner])
+// Key "gather.backward":     grad_x[o, n', i] = sum over j with index[o,j,i] == n' of grad_out[o, j, i]
+using GatherKernel = bool(const Tensor& x, const Tensor& index, Tensor& out);
+using ScatterAddKernel = bool(const Tensor& grad_out, const Tensor& index, Tensor& grad_x);
+
+// ---------------------------------------------------------------- matrix product
+// Key "matmul": batched. a is [B, ra, ca], b is [B, rb, cb], out is [B, M, N], all contiguous;
+//   op(a) = trans_a ? a^T : a  ([M, K]),  op(b) = trans_b ? b^T : b  ([K, N]),  out[i] = op(a[i]) op(b[i]).
+using MatmulKernel = bool(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b);
+
+// ---------------------------------------------------------------- convolution and pooling
+struct Conv2dParams {
+  int stride_h = 1, stride_w = 1;
+  int pad_h = 0, pad_w = 0;
+};
+// Cross-correlation, x [N, C, H, W], w [O, C, KH, KW], y [N, O, OH, OW],
+//   OH = (H + 2*pad_h - KH) / stride_h + 1 (and likewise OW),
+//   y[n,o,p,q] = sum_{c,i,j} x[n, c, p*sh - ph + i, q*sw - pw + j] * w[o,c,i,j]   (zero outside x).
+// Key "conv2d" (forward): y from x, w.  No bias: the front end adds it.
+using Conv2dKernel = bool(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p);
+// Key "conv2d.backward_input": grad_x from grad_y, w (x's shape is grad_x's).
+using Conv2dBackwardInputKernel = bool(const Tensor& grad_y, const Tensor& w, Tensor& grad_x,
+                                       const Conv2dParams& p);
+// Key "conv2d.backward_weight": grad_w from x, grad_y.
+using Conv2dBackwardWeightKernel = bool(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
+                                        const Conv2dParams& p);
+
+struct Pool2dParams {
+  int kernel_h = 2, kernel_w = 2;
+  int stride_h = 2, stride_w = 2;
+  int pad_h = 0, pad_w = 0;
+};
+// x [N, C, H, W] -> y [N, C, OH, OW], OH = (H + 2*pad_h - KH) / stride_h + 1.
+// Key "max_pool2d": y = max over the window (padding never wins: it counts as -infinity).
+using Pool2dKernel = bool(const Tensor& x, Tensor& y, const Pool2dParams& p);
+// Key "max_pool2d.backward": each window's grad_y goes to the first position (row-major in the window)
+// where x equals y; positions that win several windows sum their gradients.
+using MaxPool2dBackwardKernel = bool(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
+                                     const Pool2dParams& p);
+// Key "avg_pool2d": y = sum over the window / (KH*KW) (padding counts as zeros, included in the count).
+// Key "avg_pool2d.backward": grad_x[pos] = sum over windows containing pos of grad_y / (KH*KW).
+using AvgPool2dBackwardKernel = bool(const Tensor& grad_y, Tensor& grad_x, const Pool2dParams& p);
+
+// ---------------------------------------------------------------- softmax family (over the last dim)
+// x is [rows, cols] contiguous.
+// Key "softmax":          y[r,c] = exp(x[r,c] - m_r) / sum_c' exp(x[r,c'] - m_r),  m_r = max_c x[r,c]
+// Key "log_softmax":      y[r,c] = x[r,c] - m_r - log(sum_c' exp(x[r,c'] - m_r))
+using SoftmaxKernel = bool(const Tensor& x, Tensor& y);
+// Key "softmax.backward":      grad_x = y * (grad_y - sum_c(grad_y * y))
+// Key "log_softmax.backward":  grad_x = grad_y - exp(y) * sum_c(grad_y)
+using SoftmaxBackwardKernel = bool(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+
+// Key "cross_entropy": fused, stable.  logits [N, C], target [N] int64 in [0, C)
+//   loss[n] = logsumexp_c(logits[n, c]) - logits[n, target[n]]          (loss is [N])
+using CrossEntropyKernel = bool(const Tensor& logits, const Tensor& target, Tensor& loss);
+// Key "cross_entropy.backward":  grad_logits[n, c] = grad_loss[n] * (softmax(logits[n])[c] - [c == target[n]])
+using CrossEntropyBackwardKernel = bool(const Tensor& logits, const Tensor& target, const Tensor& grad_loss,
+                                        Tensor& grad_logits);
+
+// ---------------------------------------------------------------- batch normalisation
+// x is [N, C, S] contiguous (S = H*W for images, 1 for [N, C]); gamma, beta [C]. Per channel c over
+// the N*S values: mean_c, var_c (biased), invstd_c = 1/sqrt(var_c + eps).
+// Key "batch_norm" (training): y = (x - mean_c) * invstd_c * gamma_c + beta_c; writes save_mean [C],
+//   save_invstd [C].
+using BatchNormKernel = bool(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                             Tensor& save_mean, Tensor& save_invstd);
+// Key "batch_norm.inference": y = (x - mean_c) / sqrt(var_c + eps) * gamma_c + beta_c with given stats.
+using BatchNormInferenceKernel = bool(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                      const Tensor& mean, const Tensor& var, double eps, Tensor& y);
+// Key "batch_norm.backward" (training mode), with xhat = (x - mean) * invstd and M = N*S:
+//   grad_gamma_c = sum grad_y * xhat,  grad_beta_c = sum grad_y,
+//   grad_x = gamma_c * invstd_c / M * (M * grad_y - grad_beta_c - xhat * grad_gamma_c)
+using BatchNormBackwardKernel = bool(const Tensor& x, const Tensor& grad_y, const Tensor& gamma,
+                                     const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
+                                     Tensor& grad_gamma, Tensor& grad_beta);
+
+// ---------------------------------------------------------------- optimizer updates (in place, float32)
+// Fused over a whole list of parameters so a GPU can do all of them in a few launches.
+// Key "sgd_step": for each parameter p with gradient g and momentum buffer b (b unused when momentum 0):
+//   g' = g + weight_decay * p
+//   b  = momentum * b + (1 - dampening) * g'     (on the first step, b = g')
+//   d  = nesterov ? g' + momentum * b : (momentum > 0 ? b : g')
+//   p -= lr * d
+struct SgdParams {
+  double lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0;
+  bool nesterov = false;
+  bool first_step = false;  // true on the first step (the buffers are then initialised to g')
+};
+using SgdStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                           std::vector<Tensor>& momentum_buffers, const SgdParams& h);
+// Key "adam_step": step t (1-based), for each p, g, first moment m, second moment v:
+//   Adam:  g += weight_decay * p                   AdamW (decoupled):  p -= lr * weight_decay * p
+//   m = b1 m + (1 - b1) g,   v = b2 v + (1 - b2) g^2
+//   p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
+struct AdamParams {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled_weight_decay = false;  // AdamW
+  int64_t step = 1;
+};
+using AdamStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
+                            std::vector<Tensor>& v, const AdamParams& h);
+
+}  // namespace minidl

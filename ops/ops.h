@@ -1,0 +1,94 @@
+// ops/ops.h — every op of minidl: differentiable functions of tensors.
+//
+// Each front end (ops/<family>.cpp) checks its arguments (errors name the op, shapes and devices),
+// allocates the output, calls the kernel through the dispatch table (core/dispatch.h) and, when an
+// input needs a gradient, attaches the backward formula (core/autograd.h), written with these same ops
+// so that it runs on any device. Fused ops (conv2d, pooling, softmax, cross-entropy, batch norm) call
+// dedicated backward kernels instead.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/tensor.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+// ---- elementwise (ops/elementwise.cpp); binary ops broadcast NumPy-style
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add_scalar(const Tensor& x, double s);
+Tensor mul_scalar(const Tensor& x, double s);
+Tensor pow_scalar(const Tensor& x, double p);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+// The shape two tensors broadcast to; throws naming `op` when they cannot.
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
+// Sums g over the dims that broadcasting expanded, so the result has `shape` (used by gradients).
+Tensor sum_to(const Tensor& g, const Shape& shape);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& a) { return neg(a); }
+inline Tensor operator+(const Tensor& a, double s) { return add_scalar(a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return add_scalar(a, -s); }
+inline Tensor operator*(const Tensor& a, double s) { return mul_scalar(a, s); }
+inline Tensor operator*(double s, const Tensor& a) { return mul_scalar(a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return mul_scalar(a, 1.0 / s); }
+
+// ---- reductions (ops/reduce.cpp); dims may be negative; empty dims = all dims
+Tensor sum(const Tensor& x, const std::vector<int>& dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, const std::vector<int>& dims = {}, bool keepdim = false);
+// Max over one dim; the gradient goes to the first maximal element.
+Tensor max(const Tensor& x, int dim, bool keepdim = false);
+// Index of the first maximum along dim (int64, no gradient).
+Tensor argmax(const Tensor& x, int dim, bool keepdim = false);
+
+// ---- shape and indexing (ops/shape_ops.cpp; views are also Tensor methods)
+Tensor concat(const std::vector<Tensor>& tensors, int dim);
+// out[..., j, ...] = x[..., index[..., j, ...], ...] along dim; index is int64 with x's shape except at dim.
+Tensor gather(const Tensor& x, int dim, const Tensor& index);
+
+// ---- matrix products (ops/matmul.cpp)
+// a [..., M, K] @ b [..., K, N] with broadcast batch dims; 1-D operands as in NumPy.
+Tensor matmul(const Tensor& a, const Tensor& b);
+// x [..., in] -> x W^T + bias, W [out, in], bias [out] (may be undefined).
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// ---- convolution and pooling (ops/conv.cpp, ops/pool.cpp)
+// x [N, C, H, W], w [O, C, KH, KW], bias [O] or undefined.
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = Tensor(), int stride = 1, int padding = 0);
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+Tensor max_pool2d(const Tensor& x, int kernel, int stride = -1, int padding = 0);  // stride -1 = kernel
+Tensor max_pool2d(const Tensor& x, const Pool2dParams& p);
+Tensor avg_pool2d(const Tensor& x, int kernel, int stride = -1, int padding = 0);
+Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p);
+
+// ---- normalisation and regularisation (ops/norm.cpp)
+// x [N, C] or [N, C, H, W]. training: normalise with batch statistics and update running_mean/var in
+// place (running = (1 - momentum) * running + momentum * batch, with the unbiased batch variance);
+// otherwise normalise with the running statistics.
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training; identity otherwise.
+Tensor dropout(const Tensor& x, double p, bool training);
+
+// ---- softmax and losses (ops/softmax.cpp, ops/loss.cpp)
+Tensor softmax(const Tensor& x, int dim = -1);
+Tensor log_softmax(const Tensor& x, int dim = -1);
+// Mean over the batch of -log softmax(logits)[target]; logits [N, C], target [N] int64. Fused, stable.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target);
+// Mean of -log_probs[n, target[n]].
+Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
+
+}  // namespace minidl

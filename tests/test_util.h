@@ -1,0 +1,43 @@
+// tests/test_util.h — helpers shared by the tests: devices to run on, tolerant comparison that prints
+// the first mismatches, and the finite-difference gradient checker.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+#include "ops/ops.h"
+
+namespace minidl {
+namespace testing {
+
+// "" when a CUDA device is usable, otherwise why not.
+std::string cuda_unavailable_reason();
+// cpu, plus cuda:0 when usable. Prints once (as a Catch2 WARN) that GPU cases are skipped otherwise.
+std::vector<Device> test_devices();
+
+// Compares got (any device) with ref elementwise: |got - ref| <= atol + rtol * |ref|.
+// Returns "" on success, otherwise a message with the max error and the first mismatches.
+std::string compare(const Tensor& got, const Tensor& ref, double rtol, double atol);
+
+// Central-difference gradient check in float64. `f` maps the inputs to an output tensor; the check
+// uses the scalar L = sum(f(x) * w) with a fixed random w. For each input that requires grad and each
+// of its elements, the analytic dL/dx is compared with (L(x+h) - L(x-h)) / 2h; elements where the two
+// one-sided slopes disagree (a kink: relu at 0, max ties) are skipped. Returns "" on success.
+std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
+                      double h = 1e-6, double rtol = 1e-5, double atol = 1e-6);
+
+// Random float64 CPU tensor with values in [lo, hi).
+Tensor uniform(const Shape& shape, double lo, double hi, DType dtype = DType::float64, Device device = Device::cpu());
+
+// Names of all kernels registered for (key, device).
+std::vector<std::string> kernels_for(const std::string& key, DeviceType device);
+
+// Restores default kernel selection at scope exit.
+struct SelectionReset {
+  ~SelectionReset() { reset_kernel_selection(); }
+};
+
+}  // namespace testing
+}  // namespace minidl
