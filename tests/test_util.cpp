@@ -65,6 +65,19 @@ std::vector<std::string> kernels_for(const std::string& key, DeviceType device) 
   return names;
 }
 
+void for_each_kernel(const std::string& key, const std::function<void(Device, const std::string&)>& body) {
+  SelectionReset reset;
+  const std::string op = key.substr(0, key.find('.'));
+  for (Device d : test_devices()) {
+    for (const std::string& name : kernels_for(key, d.type)) {
+      reset_kernel_selection();
+      select_kernel(op, d.type, name);
+      INFO("device " << d.str() << ", kernel " << key << " = " << name);
+      body(d, name);
+    }
+  }
+}
+
 namespace {
 double scalar_loss(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
                    const Tensor& w) {

@@ -34,6 +34,12 @@ Tensor uniform(const Shape& shape, double lo, double hi, DType dtype = DType::fl
 // Names of all kernels registered for (key, device).
 std::vector<std::string> kernels_for(const std::string& key, DeviceType device);
 
+// For every test device and every kernel registered for `key` there, selects that kernel (for the whole
+// op, so "conv2d" also selects the backward stages of the same name) and runs body(device, name). The
+// body should CHECK(last_kernel(key, device.type) == name) to assert the kernel really ran. Selection is
+// restored to the defaults afterwards.
+void for_each_kernel(const std::string& key, const std::function<void(Device, const std::string&)>& body);
+
 // Restores default kernel selection at scope exit.
 struct SelectionReset {
   ~SelectionReset() { reset_kernel_selection(); }
