@@ -77,12 +77,18 @@ void Progress::update(int64_t step, int64_t samples, double loss, double accurac
   std::fflush(out_);
 }
 
-void Progress::finish(const std::string& summary) {
-  if (live_ && last_width_ > 0)
+void Progress::clear() {
+  if (live_ && last_width_ > 0) {
     std::fprintf(out_, "\r%s\r", std::string(last_width_, ' ').c_str());
+    std::fflush(out_);
+  }
+  last_width_ = 0;
+}
+
+void Progress::finish(const std::string& summary) {
+  clear();
   std::fprintf(out_, "%s\n", summary.c_str());
   std::fflush(out_);
-  last_width_ = 0;
 }
 
 }  // namespace minidl

@@ -28,6 +28,8 @@ class Progress {
   // Reports that `step` of total_steps are done (1-based), having processed `samples` samples so far,
   // with the running mean loss and accuracy (in [0, 1]). Prints when due.
   void update(int64_t step, int64_t samples, double loss, double accuracy);
+  // Removes the live line (nothing to do in plain mode).
+  void clear();
   // Clears the live line and prints `summary` on its own line.
   void finish(const std::string& summary);
 
