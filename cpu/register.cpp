@@ -6,6 +6,11 @@ void register_cpu_kernels() {
   register_copy_kernels_cpu();
   register_elementwise_kernels_cpu();
   register_reduce_kernels_cpu();
+  register_softmax_kernels_cpu();
+  register_loss_kernels_cpu();
+  register_norm_kernels_cpu();
+  register_dropout_kernels_cpu();
+  register_optim_kernels_cpu();
 }
 
 }  // namespace minidl
