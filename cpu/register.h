@@ -9,5 +9,12 @@ void register_cpu_kernels();  // all of the below
 void register_copy_kernels_cpu();         // cpu/copy_naive.cpp
 void register_elementwise_kernels_cpu();  // cpu/elementwise_naive.cpp, cpu/elementwise_fast.cpp
 void register_reduce_kernels_cpu();       // cpu/reduce_naive.cpp
+void register_matmul_naive_cpu();         // cpu/matmul_naive.cpp
+void register_matmul_blocked_cpu();       // cpu/matmul_blocked.cpp
+void register_matmul_blas_cpu();          // cpu/matmul_blas.cpp (nothing without OpenBLAS)
+void register_conv_naive_cpu();           // cpu/conv_naive.cpp
+void register_conv_im2col_cpu();          // cpu/conv_im2col.cpp (nothing without OpenBLAS)
+void register_pool_naive_cpu();           // cpu/pool_naive.cpp
+void register_pool_planes_cpu();          // cpu/pool_planes.cpp
 
 }  // namespace minidl
