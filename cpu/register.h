@@ -14,5 +14,12 @@ void register_loss_kernels_cpu();         // cpu/loss_naive.cpp, cpu/loss_fast.c
 void register_norm_kernels_cpu();         // cpu/norm_naive.cpp, cpu/norm_fast.cpp
 void register_dropout_kernels_cpu();      // cpu/dropout_naive.cpp
 void register_optim_kernels_cpu();        // cpu/optim_naive.cpp, cpu/optim_fast.cpp
+void register_matmul_naive_cpu();         // cpu/matmul_naive.cpp
+void register_matmul_blocked_cpu();       // cpu/matmul_blocked.cpp
+void register_matmul_blas_cpu();          // cpu/matmul_blas.cpp (nothing without OpenBLAS)
+void register_conv_naive_cpu();           // cpu/conv_naive.cpp
+void register_conv_im2col_cpu();          // cpu/conv_im2col.cpp (nothing without OpenBLAS)
+void register_pool_naive_cpu();           // cpu/pool_naive.cpp
+void register_pool_planes_cpu();          // cpu/pool_planes.cpp
 
 }  // namespace minidl
