@@ -53,7 +53,9 @@ std::string find_mnist_dir(const std::string& data_flag) {
     if (missing.empty()) return dir;
     std::string names;
     for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
-    looked += str_cat("\n  ", dir, ": missing ", names, missing.size() == 4 ? " (no MNIST files there)" : "");
+    struct stat st;
+    const bool exists = ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    looked += str_cat("\n  ", dir, ": ", !exists ? "no such directory" : missing.size() == 4 ? "no MNIST files" : "missing " + names);
   }
   throw Error(str_cat("cannot find the MNIST files (", kFiles[0], "[.gz] and the three others). Looked in:", looked,
                       "\nRun `make data` to fetch them into data/mnist, or pass --data DIR",
