@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -217,18 +218,38 @@ uint32_t le32(const uint8_t* p) {
 
 uint64_t le64(const uint8_t* p) { return static_cast<uint64_t>(le32(p)) | static_cast<uint64_t>(le32(p + 4)) << 32; }
 
-std::vector<uint8_t> read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+// Reads the file in two steps: the header first, checked (magic, size, version, declared size), then the
+// rest; so a large file that is not a checkpoint is rejected without being loaded into memory.
+std::vector<uint8_t> read_checked_file(const std::string& path, const std::string& what) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   MINIDL_CHECK(f != nullptr, "checkpoint: cannot open '", path, "': ", std::strerror(errno));
   struct stat st;
-  if (::fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    std::fclose(f);
-    throw Error(str_cat("checkpoint: '", path, "' is not a regular file"));
-  }
-  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
-  const size_t got = bytes.empty() ? 0 : std::fread(bytes.data(), 1, bytes.size(), f);
-  std::fclose(f);
-  MINIDL_CHECK(got == bytes.size(), "checkpoint: cannot read '", path, "': got ", got, " of ", bytes.size(), " bytes");
+  MINIDL_CHECK(::fstat(fileno(f.get()), &st) == 0 && S_ISREG(st.st_mode), what, ": not a regular file");
+  const size_t size = static_cast<size_t>(st.st_size);
+  std::vector<uint8_t> bytes(std::min(size, kHeaderBytes));
+  auto read_into = [&](size_t from) {
+    const size_t want = bytes.size() - from;
+    const size_t got = want == 0 ? 0 : std::fread(bytes.data() + from, 1, want, f.get());
+    MINIDL_CHECK(got == want, what, ": read error after ", from + got, " of ", size, " bytes");
+  };
+  read_into(0);
+
+  // Identity first (so a random file is called "not a checkpoint", not "truncated"), then size and
+  // version; the checksum and the structure are checked by the caller.
+  MINIDL_CHECK(size > 0 && std::memcmp(bytes.data(), kMagic, std::min(size, sizeof kMagic)) == 0, what,
+               ": not a minidl checkpoint (wrong magic; expected the file to start with \"MINIDLCK\")");
+  MINIDL_CHECK(size >= kHeaderBytes + kTrailerBytes, what, ": truncated: the file has ", size,
+               " bytes, less than the ", kHeaderBytes + kTrailerBytes, " of an empty checkpoint");
+  const uint32_t version = le32(bytes.data() + 8);
+  MINIDL_CHECK(version == kCheckpointVersion, what, ": unsupported format version ", version,
+               " (this build reads version ", kCheckpointVersion, ")");
+  const uint64_t declared = le64(bytes.data() + 16);
+  MINIDL_CHECK(declared >= size, what, ": ", size - declared, " unexpected bytes after the end (the header says the file has ",
+               declared, " bytes, it has ", size, ")");
+  MINIDL_CHECK(declared == size, what, ": truncated: the header says the file has ", declared, " bytes, it has ", size);
+
+  bytes.resize(size);
+  read_into(kHeaderBytes);
   return bytes;
 }
 
@@ -240,24 +261,9 @@ void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
 
 Checkpoint read_checkpoint(const std::string& path) {
   MINIDL_CHECK(host_is_little_endian(), "checkpoint: reading needs a little-endian host");
-  const std::vector<uint8_t> bytes = read_file(path);
   const std::string what = str_cat("checkpoint '", path, "'");
+  const std::vector<uint8_t> bytes = read_checked_file(path, what);
   const size_t size = bytes.size();
-
-  // Identity first (so a random file is called "not a checkpoint", not "truncated"), then size, version
-  // and checksum, and only then the structure.
-  const size_t magic_seen = std::min(size, sizeof kMagic);
-  MINIDL_CHECK(size > 0 && std::memcmp(bytes.data(), kMagic, magic_seen) == 0, what,
-               ": not a minidl checkpoint (wrong magic; expected the file to start with \"MINIDLCK\")");
-  MINIDL_CHECK(size >= kHeaderBytes + kTrailerBytes, what, ": truncated: the file has ", size,
-               " bytes, less than the ", kHeaderBytes + kTrailerBytes, " of an empty checkpoint");
-  const uint32_t version = le32(bytes.data() + 8);
-  MINIDL_CHECK(version == kCheckpointVersion, what, ": unsupported format version ", version, " (this build reads version ",
-               kCheckpointVersion, ")");
-  const uint64_t declared = le64(bytes.data() + 16);
-  MINIDL_CHECK(declared >= size, what, ": ", size - declared, " unexpected bytes after the end (the header says the file has ",
-               declared, " bytes, it has ", size, ")");
-  MINIDL_CHECK(declared == size, what, ": truncated: the header says the file has ", declared, " bytes, it has ", size);
   const uint32_t stored_crc = le32(bytes.data() + size - kTrailerBytes);
   const uint32_t crc = static_cast<uint32_t>(crc32_z(0L, bytes.data(), size - kTrailerBytes));
   if (crc != stored_crc) {
