@@ -42,6 +42,8 @@ using FillKernel = bool(Tensor& dst, double value);
 
 // Key "dropout_mask": mask[i] = (u_i >= p) ? 1/(1-p) : 0, where u_i = philox_uniform(seed, offset + i)
 // (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).
+// Exactly as C++ evaluates it: the float u_i is compared with p as a double (not with float(p)), and
+// 1/(1-p) is computed in double, then rounded to the mask's dtype.
 using DropoutMaskKernel = bool(Tensor& mask, double p, uint64_t seed, uint64_t offset);
 
 // ---------------------------------------------------------------- reductions
