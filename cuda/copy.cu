@@ -22,10 +22,22 @@ using cuda::StridedDesc;
 using cuda::strided_offset;
 
 // Copies move bits: U is an unsigned type of the element's size, so one kernel serves every dtype.
-template <class U>
+// Index: uint32_t when n fits (cheaper division in the offset math), else int64_t.
+template <class U, class Index>
 __global__ void copy_strided_kernel(StridedDesc sd, const U* src, StridedDesc dd, U* dst, int64_t n) {
   for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
-    dst[strided_offset(dd, i)] = src[strided_offset(sd, i)];
+    dst[strided_offset(dd, static_cast<Index>(i))] = src[strided_offset(sd, static_cast<Index>(i))];
+}
+
+template <class U>
+void launch_copy_strided(const StridedDesc& sd, const void* src, const StridedDesc& dd, void* dst, int64_t n,
+                         cudaStream_t s) {
+  const unsigned int grid = cuda::grid_for(n, kBlock);
+  if (cuda::fits_32bit(n))
+    copy_strided_kernel<U, uint32_t><<<grid, kBlock, 0, s>>>(sd, static_cast<const U*>(src), dd, static_cast<U*>(dst), n);
+  else
+    copy_strided_kernel<U, int64_t><<<grid, kBlock, 0, s>>>(sd, static_cast<const U*>(src), dd, static_cast<U*>(dst), n);
+  MINIDL_LAUNCH_CHECK();
 }
 
 template <class S, class D>
@@ -55,14 +67,10 @@ bool copy_strided(const Tensor& src, Tensor& dst) {
   const int64_t n = dst.numel();
   if (n == 0) return true;
   cudaStream_t s = cuda::launch_stream(dst);
-  const unsigned int grid = cuda::grid_for(n, kBlock);
   if (dtype_size(src.dtype()) == 4)
-    copy_strided_kernel<<<grid, kBlock, 0, s>>>(sd, static_cast<const uint32_t*>(src.raw_data()), dd,
-                                                static_cast<uint32_t*>(dst.raw_data()), n);
+    launch_copy_strided<uint32_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s);
   else
-    copy_strided_kernel<<<grid, kBlock, 0, s>>>(sd, static_cast<const uint64_t*>(src.raw_data()), dd,
-                                                static_cast<uint64_t*>(dst.raw_data()), n);
-  MINIDL_LAUNCH_CHECK();
+    launch_copy_strided<uint64_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s);
   return true;
 }
 

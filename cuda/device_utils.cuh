@@ -23,18 +23,24 @@ constexpr int kBlock = 256;
 
 // Element offset of row-major position `linear` in a tensor described by d (cpu/strided.h's
 // StridedIndex, on the device): offset = sum_k digit_k(linear) * strides[k].
-__device__ __forceinline__ int64_t strided_offset(const StridedDesc& d, int64_t linear) {
+// Index is the type of the digit arithmetic: a 64-bit division costs several times a 32-bit one on the
+// GPU, so kernels use uint32_t when every linear index fits (fits_32bit) and int64_t otherwise.
+template <class Index>
+__device__ __forceinline__ int64_t strided_offset(const StridedDesc& d, Index linear) {
   int64_t off = 0;
 #pragma unroll
   for (int k = kMaxDims - 1; k >= 0; --k) {
     if (k < d.ndim) {
-      const int64_t size = d.shape[k];
-      off += (linear % size) * d.strides[k];
+      const Index size = static_cast<Index>(d.shape[k]);
+      off += static_cast<int64_t>(linear % size) * d.strides[k];
       linear /= size;
     }
   }
   return off;
 }
+
+// Whether linear indices below n fit the 32-bit path of strided_offset.
+inline bool fits_32bit(int64_t n) { return n <= (int64_t(1) << 31); }
 
 __device__ __forceinline__ int64_t global_thread_index() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -4,7 +4,8 @@
 //
 //   v1_strided     One thread per output element (grid-stride beyond the grid cap). Each input element
 //                  is found through its StridedDesc, so any strides work, stride-0 broadcasts included.
-//                  float32 and float64. The index math (a 64-bit div/mod per dim) is the price.
+//                  float32 and float64. The index math (a div/mod per dim and input, 32-bit when the
+//                  tensor has fewer than 2^31 elements) is the price.
 //   v2_vectorized  Contiguous float32 inputs only (declines the rest). Each thread moves 16 bytes per
 //                  access (float4 loads and stores): a quarter of the memory instructions of v1 and no
 //                  index math, which is what a memory-bound op needs to approach DRAM bandwidth. A
@@ -33,16 +34,17 @@ struct BindScalar {
 
 // ---------------------------------------------------------------- v1_strided
 
-template <class T, class F>
+template <class T, class Index, class F>
 __global__ void unary_strided_kernel(StridedDesc xd, const T* x, T* out, int64_t n, F f) {
-  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) out[i] = f(x[strided_offset(xd, i)]);
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
+    out[i] = f(x[strided_offset(xd, static_cast<Index>(i))]);
 }
 
-template <class T, class F>
+template <class T, class Index, class F>
 __global__ void binary_strided_kernel(StridedDesc ad, const T* a, StridedDesc bd, const T* b, T* out, int64_t n) {
   const F f;
   for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
-    out[i] = f(a[strided_offset(ad, i)], b[strided_offset(bd, i)]);
+    out[i] = f(a[strided_offset(ad, static_cast<Index>(i))], b[strided_offset(bd, static_cast<Index>(i))]);
 }
 
 template <class T, class F>
@@ -50,7 +52,11 @@ void launch_unary_strided(const Tensor& x, const StridedDesc& xd, Tensor& out, F
   const int64_t n = out.numel();
   if (n == 0) return;
   cudaStream_t s = cuda::launch_stream(out);
-  unary_strided_kernel<T, F><<<cuda::grid_for(n, kBlock), kBlock, 0, s>>>(xd, x.data<T>(), out.data<T>(), n, f);
+  const unsigned int grid = cuda::grid_for(n, kBlock);
+  if (cuda::fits_32bit(n))
+    unary_strided_kernel<T, uint32_t, F><<<grid, kBlock, 0, s>>>(xd, x.data<T>(), out.data<T>(), n, f);
+  else
+    unary_strided_kernel<T, int64_t, F><<<grid, kBlock, 0, s>>>(xd, x.data<T>(), out.data<T>(), n, f);
   MINIDL_LAUNCH_CHECK();
 }
 
@@ -78,8 +84,11 @@ bool binary_v1(const Tensor& a, const Tensor& b, Tensor& out) {
   return MINIDL_FLOAT_TYPES(out.dtype(), {
     if (n > 0) {
       cudaStream_t s = cuda::launch_stream(out);
-      binary_strided_kernel<T, F><<<cuda::grid_for(n, kBlock), kBlock, 0, s>>>(ad, a.data<T>(), bd, b.data<T>(),
-                                                                                out.data<T>(), n);
+      const unsigned int grid = cuda::grid_for(n, kBlock);
+      if (cuda::fits_32bit(n))
+        binary_strided_kernel<T, uint32_t, F><<<grid, kBlock, 0, s>>>(ad, a.data<T>(), bd, b.data<T>(), out.data<T>(), n);
+      else
+        binary_strided_kernel<T, int64_t, F><<<grid, kBlock, 0, s>>>(ad, a.data<T>(), bd, b.data<T>(), out.data<T>(), n);
       MINIDL_LAUNCH_CHECK();
     }
   });

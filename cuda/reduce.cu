@@ -37,7 +37,7 @@ using cuda::SumOp;
 
 // ---------------------------------------------------------------- sum
 
-// out[r] = sum of x[r, c0 .. c0+len) for row-chunk pairs; in and out types may differ (partials are double).
+// out[r] = sum_c x[r, c]. In and Out may differ: the second pass of the split sum reads double partials.
 template <class In, class Out, bool kBlockPerRow>
 __global__ void sum_rows_kernel(const In* x, Out* out, int64_t rows, int64_t cols) {
   const RowMapping<kBlockPerRow> m;

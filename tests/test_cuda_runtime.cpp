@@ -406,11 +406,11 @@ TEST_CASE("cuda: dropout masks are bit-identical to the CPU's for the same seed 
     }
   }
   // float64 masks too.
+  const double p = 0.3;
   Tensor m64 = poisoned({4097}, DType::float64, kGpu);
-  dispatch<DropoutMaskKernel>("dropout_mask", kGpu, m64, 0.3, 99, 5);
+  dispatch<DropoutMaskKernel>("dropout_mask", kGpu, m64, p, 99, 5);
   const std::vector<double> got64 = m64.to_vector<double>();
-  for (int64_t i = 0; i < 4097; ++i)
-    CHECK(got64[i] == (philox_uniform(99, 5 + i) >= 0.3 ? 1.0 / 0.7 : 0.0));
+  for (int64_t i = 0; i < 4097; ++i) CHECK(got64[i] == (philox_uniform(99, 5 + i) >= p ? 1.0 / (1.0 - p) : 0.0));
 }
 
 // ================================================================ elementwise kernels
