@@ -10,7 +10,6 @@
 // cudaMalloc/cudaFree synchronise the device, which is why we keep blocks. cudaFree only happens when the
 // cache is emptied (cuda_empty_cache, or to make room before an out-of-memory error).
 #include <cctype>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -269,38 +268,40 @@ class CudaBackend final : public DeviceBackend {
  private:
   // Asks the runtime once how many devices there are; on failure explains why none is usable.
   void probe() {
-    std::call_once(probed_, [this] {
-      int count = 0;
-      const cudaError_t err = cudaGetDeviceCount(&count);
-      if (err == cudaSuccess && count > 0) {
-        count_ = count;
-        return;
-      }
-      cudaGetLastError();
-      count_ = 0;
-      int driver = 0, runtime = 0;
-      cudaDriverGetVersion(&driver);
-      cudaRuntimeGetVersion(&runtime);
-      const auto version = [](int v) { return str_cat(v / 1000, ".", (v % 1000) / 10); };
-      const std::string detail =
-          err == cudaSuccess ? std::string("cudaGetDeviceCount found 0 devices")
-                             : str_cat(cudaGetErrorName(err), ": ", cudaGetErrorString(err));
-      if (err == cudaErrorInsufficientDriver && driver == 0)
-        reason_ = str_cat("no NVIDIA driver found (the CUDA driver library libcuda.so could not be loaded; ", detail,
-                          ")");
-      else if (err == cudaErrorInsufficientDriver)
-        reason_ = str_cat("the NVIDIA driver is too old: it supports CUDA ", version(driver),
-                          ", this build needs CUDA ", version(runtime), " (", detail, ")");
-      else if (err == cudaErrorNoDevice || err == cudaSuccess)
-        reason_ = str_cat("no CUDA-capable device found (", detail, ")");
-      else
-        reason_ = str_cat("the CUDA runtime cannot use the GPU (", detail, ")");
-      if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
-        reason_ += str_cat("; note CUDA_VISIBLE_DEVICES='", visible, "'");
-    });
+    std::lock_guard<std::mutex> lock(probe_mutex_);
+    if (probed_) return;
+    probed_ = true;
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) {
+      count_ = count;
+      return;
+    }
+    cudaGetLastError();
+    count_ = 0;
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    const auto version = [](int v) { return str_cat(v / 1000, ".", (v % 1000) / 10); };
+    const std::string detail =
+        err == cudaSuccess ? std::string("cudaGetDeviceCount found 0 devices")
+                           : str_cat(cudaGetErrorName(err), ": ", cudaGetErrorString(err));
+    if (err == cudaErrorInsufficientDriver && driver == 0)
+      reason_ = str_cat("no NVIDIA driver found (the CUDA driver library libcuda.so could not be loaded; ", detail,
+                        ")");
+    else if (err == cudaErrorInsufficientDriver)
+      reason_ = str_cat("the NVIDIA driver is too old: it supports CUDA ", version(driver),
+                        ", this build needs CUDA ", version(runtime), " (", detail, ")");
+    else if (err == cudaErrorNoDevice || err == cudaSuccess)
+      reason_ = str_cat("no CUDA-capable device found (", detail, ")");
+    else
+      reason_ = str_cat("the CUDA runtime cannot use the GPU (", detail, ")");
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+      reason_ += str_cat("; note CUDA_VISIBLE_DEVICES='", visible, "'");
   }
 
-  std::once_flag probed_;
+  std::mutex probe_mutex_;
+  bool probed_ = false;
   int count_ = 0;
   std::string reason_;
 };

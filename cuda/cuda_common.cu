@@ -1,9 +1,10 @@
 // cuda/cuda_common.cu — checked-call errors, the per-device stream, the library handles and the cached
 // device properties (declared in cuda/cuda_common.h).
 //
-// Everything per device is created lazily on first use, once (std::call_once; a creation that throws
-// leaves the flag unset, so the next call tries again). Streams and handles live until the process ends:
-// destroying them from static destructors would race with the CUDA runtime's own teardown.
+// Everything per device is created lazily on first use, under a per-device mutex (not std::call_once,
+// which some libstdc++ versions deadlock on after a throwing initialiser: a failed creation simply throws
+// and the next call tries again). Streams and handles live until the process ends: destroying them from
+// static destructors would race with the CUDA runtime's own teardown.
 #include <mutex>
 
 #include "cuda/cuda_common.h"
@@ -17,15 +18,13 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 struct DeviceState {
-  std::once_flag stream_once;
+  std::mutex mutex;
   cudaStream_t stream = nullptr;
-  std::once_flag cublas_once;
   cublasHandle_t cublas = nullptr;
 #ifdef MINIDL_WITH_CUDNN
-  std::once_flag cudnn_once;
   cudnnHandle_t cudnn = nullptr;
 #endif
-  std::once_flag properties_once;
+  bool have_properties = false;
   cudaDeviceProp properties{};
 };
 
@@ -69,44 +68,61 @@ void set_device(int device) {
 // operation of minidl must go on this stream, copies and memsets included (the *Async variants).
 cudaStream_t stream(int device) {
   DeviceState& s = state(device);
-  std::call_once(s.stream_once, [&] {
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.stream == nullptr) {
     set_device(device);
-    MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-  });
+    cudaStream_t created = nullptr;
+    MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+    s.stream = created;
+  }
   return s.stream;
 }
 
 cublasHandle_t cublas_handle(int device) {
+  cudaStream_t st = stream(device);  // before taking the lock: stream() takes it too
   DeviceState& s = state(device);
-  std::call_once(s.cublas_once, [&] {
-    cudaStream_t st = stream(device);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.cublas == nullptr) {
     set_device(device);
     cublasHandle_t h = nullptr;
     MINIDL_CUBLAS_CHECK(cublasCreate(&h));
-    MINIDL_CUBLAS_CHECK(cublasSetStream(h, st));
+    const cublasStatus_t bound = cublasSetStream(h, st);
+    if (bound != CUBLAS_STATUS_SUCCESS) {
+      cublasDestroy(h);
+      throw_cuda_error("cuBLAS", "cublasSetStream(h, st)", __FILE__, __LINE__, cublas_status_name(bound));
+    }
     s.cublas = h;
-  });
+  }
   return s.cublas;
 }
 
 #ifdef MINIDL_WITH_CUDNN
 cudnnHandle_t cudnn_handle(int device) {
+  cudaStream_t st = stream(device);
   DeviceState& s = state(device);
-  std::call_once(s.cudnn_once, [&] {
-    cudaStream_t st = stream(device);
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.cudnn == nullptr) {
     set_device(device);
     cudnnHandle_t h = nullptr;
     MINIDL_CUDNN_CHECK(cudnnCreate(&h));
-    MINIDL_CUDNN_CHECK(cudnnSetStream(h, st));
+    const cudnnStatus_t bound = cudnnSetStream(h, st);
+    if (bound != CUDNN_STATUS_SUCCESS) {
+      cudnnDestroy(h);
+      throw_cuda_error("cuDNN", "cudnnSetStream(h, st)", __FILE__, __LINE__, cudnnGetErrorString(bound));
+    }
     s.cudnn = h;
-  });
+  }
   return s.cudnn;
 }
 #endif
 
 const cudaDeviceProp& properties(int device) {
   DeviceState& s = state(device);
-  std::call_once(s.properties_once, [&] { MINIDL_CUDA_CHECK(cudaGetDeviceProperties(&s.properties, device)); });
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.have_properties) {
+    MINIDL_CUDA_CHECK(cudaGetDeviceProperties(&s.properties, device));
+    s.have_properties = true;
+  }
   return s.properties;
 }
 
