@@ -618,6 +618,35 @@ TEST_CASE("cuda gather and its backward against the naive CPU reference", "[cuda
   }
 }
 
+TEST_CASE("cuda reductions through the ops: values and gradients match the CPU's", "[cuda]") {
+  SKIP_WITHOUT_GPU();
+  const Tensor x0 = uniform({6, 33, 129}, -2, 2, DType::float32);
+  const Tensor w0 = uniform({6, 129}, -1, 1, DType::float32);
+  // sum over a middle dim (a permute and pack on the way), mean, max over the last dim (argmax + gather,
+  // whose backward is gather.backward), on the same data on both devices.
+  const auto f = [](const Tensor& x, const Tensor& w) {
+    Tensor a = mul(sum(x, {1}), w);                  // [6, 129]
+    Tensor b = max(x.transpose(1, 2), 2);            // [6, 129]
+    Tensor c = mean(x, {0, 2}, /*keepdim=*/true);    // [1, 33, 1]
+    return add(sum(mul(a, b)), sum(c));
+  };
+  double values[2];
+  Tensor grads[2], argmaxes[2];
+  const Device devices[2] = {Device::cpu(), kGpu};
+  for (int k = 0; k < 2; ++k) {
+    Tensor x = x0.to(devices[k]).detach().requires_grad_();
+    Tensor l = f(x, w0.to(devices[k]));
+    values[k] = l.item<double>();
+    l.backward();
+    grads[k] = x.grad();
+    argmaxes[k] = argmax(x.detach(), 1);
+  }
+  CHECK(values[1] == Approx(values[0]).epsilon(1e-4).margin(1e-3));
+  CHECK(grads[1].device() == kGpu);
+  CHECK(compare(grads[1], grads[0], 1e-4, 1e-4) == "");
+  CHECK(argmaxes[1].to_vector<int64_t>() == argmaxes[0].to_vector<int64_t>());
+}
+
 // ================================================================ softmax family
 
 namespace {
