@@ -116,11 +116,13 @@ DevicePool& pool(int device) {
 // Reads MINIDL_CUDA_MEMORY_LIMIT the first time a device allocates (unless an API call set a limit).
 void init_limit(DevicePool& p, int device) {
   if (p.limit_initialised) return;
-  p.limit_initialised = true;
   const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
-  if (!env || !*env) return;
-  p.stats.limit = parse_cuda_memory_limit(env, cuda::properties(device).totalGlobalMem);
-  p.limit_source = str_cat("MINIDL_CUDA_MEMORY_LIMIT=", env);
+  if (env && *env) {
+    // A malformed value throws here, and again on the next allocation: it is never silently ignored.
+    p.stats.limit = parse_cuda_memory_limit(env, cuda::properties(device).totalGlobalMem);
+    p.limit_source = str_cat("MINIDL_CUDA_MEMORY_LIMIT=", env);
+  }
+  p.limit_initialised = true;
 }
 
 // Gives every cached block of the device back to the driver. Caller holds p.mutex.
