@@ -97,7 +97,10 @@ void im2col(const T* x, const ConvShape& s, T* col, int64_t ld) {
           }
           const T* src = x + (c * s.h + h) * s.w;  // src[q*sw - pw + j] for q in [q0, q1)
           std::fill(dst, dst + in.q0, T(0));
-          for (int64_t q = in.q0; q < in.q1; ++q) dst[q] = src[q * s.sw - s.pw + j];
+          if (s.sw == 1)  // a contiguous run: a plain copy
+            std::copy(src + in.q0 - s.pw + j, src + in.q1 - s.pw + j, dst + in.q0);
+          else
+            for (int64_t q = in.q0; q < in.q1; ++q) dst[q] = src[q * s.sw - s.pw + j];
           std::fill(dst + in.q1, dst + s.ow, T(0));
         }
       }
@@ -116,7 +119,12 @@ void col2im(const T* col, int64_t ld, const ConvShape& s, T* dx) {
           if (h < 0 || h >= s.h) continue;
           const T* src = row + p * s.ow;
           T* dst = dx + (c * s.h + h) * s.w;
-          for (int64_t q = in.q0; q < in.q1; ++q) dst[q * s.sw - s.pw + j] += src[q];
+          if (s.sw == 1) {  // contiguous: the compiler vectorises this form
+            T* run = dst - s.pw + j;
+            for (int64_t q = in.q0; q < in.q1; ++q) run[q] += src[q];
+          } else {
+            for (int64_t q = in.q0; q < in.q1; ++q) dst[q * s.sw - s.pw + j] += src[q];
+          }
         }
       }
 }
