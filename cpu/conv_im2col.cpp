@@ -30,7 +30,7 @@
 
 #include <algorithm>
 #include <climits>
-#include <memory>
+#include <vector>
 
 #include "cpu/strided.h"
 #ifdef _OPENMP
@@ -147,6 +147,16 @@ void scatter_images(const T* stage, const ConvShape& s, int64_t n0, int64_t g, T
       std::copy(stage + o * cols + b * p, stage + o * cols + (b + 1) * p, y + ((n0 + b) * s.o + o) * p);
 }
 
+// Scratch memory for the col and staging buffers, kept on the calling thread between calls: a fresh
+// multi-megabyte allocation per call would be page-faulted in again on every call. Each kernel call
+// takes it whole (kernels do not call each other), so one buffer per thread is enough.
+template <class T>
+T* scratch(int64_t count) {
+  thread_local std::vector<T> buffer;
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(count);
+  return buffer.data();
+}
+
 int max_threads() {
 #ifdef _OPENMP
   return omp_get_max_threads();
@@ -189,9 +199,9 @@ void forward(const T* x, const T* w, T* y, const ConvShape& s) {
   const Plan plan = plan_for(s);
   const int64_t ck = s.ck(), p = s.p();
   const int64_t col_size = ck * plan.group * p, stage_size = plan.group > 1 ? s.o * plan.group * p : 0;
-  std::unique_ptr<T[]> buffers(new T[plan.chunks * (col_size + stage_size)]);
+  T* buffers = scratch<T>(plan.chunks * (col_size + stage_size));
   for_each_chunk(s.n, plan.chunks, [&](int64_t first, int64_t end, int t) {
-    T* col = buffers.get() + t * (col_size + stage_size);
+    T* col = buffers + t * (col_size + stage_size);
     T* stage = col + col_size;
     for (int64_t n0 = first; n0 < end; n0 += plan.group) {
       const int64_t g = std::min(plan.group, end - n0), cols = g * p;
@@ -212,9 +222,9 @@ void backward_input(const T* dy, const T* w, T* dx, const ConvShape& s) {
   const Plan plan = plan_for(s);
   const int64_t ck = s.ck(), p = s.p();
   const int64_t col_size = ck * plan.group * p, stage_size = plan.group > 1 ? s.o * plan.group * p : 0;
-  std::unique_ptr<T[]> buffers(new T[plan.chunks * (col_size + stage_size)]);
+  T* buffers = scratch<T>(plan.chunks * (col_size + stage_size));
   for_each_chunk(s.n, plan.chunks, [&](int64_t first, int64_t end, int t) {
-    T* dcol = buffers.get() + t * (col_size + stage_size);
+    T* dcol = buffers + t * (col_size + stage_size);
     T* stage = dcol + col_size;
     for (int64_t n0 = first; n0 < end; n0 += plan.group) {
       const int64_t g = std::min(plan.group, end - n0), cols = g * p;
@@ -243,10 +253,10 @@ void backward_weight(const T* x, const T* dy, T* dw, const ConvShape& s) {
   const int64_t ck = s.ck(), p = s.p(), dw_size = s.o * ck;
   const int64_t col_size = ck * plan.group * p, stage_size = plan.group > 1 ? s.o * plan.group * p : 0;
   // Chunk 0 sums straight into dw; the others into their own partial dW, added at the end.
-  std::unique_ptr<T[]> buffers(new T[plan.chunks * (col_size + stage_size) + (plan.chunks - 1) * dw_size]);
-  T* partials = buffers.get() + plan.chunks * (col_size + stage_size);
+  T* buffers = scratch<T>(plan.chunks * (col_size + stage_size) + (plan.chunks - 1) * dw_size);
+  T* partials = buffers + plan.chunks * (col_size + stage_size);
   for_each_chunk(s.n, plan.chunks, [&](int64_t first, int64_t end, int t) {
-    T* col = buffers.get() + t * (col_size + stage_size);
+    T* col = buffers + t * (col_size + stage_size);
     T* stage = col + col_size;
     T* sum = t == 0 ? dw : partials + (t - 1) * dw_size;
     T beta = 0;
