@@ -26,33 +26,18 @@
 #include "ops/kernel_signatures.h"
 
 #ifdef MINIDL_WITH_OPENBLAS
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
 #include <vector>
 
+#include "cpu/blas.h"
 #include "cpu/strided.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace minidl {
 
 namespace {
 
 constexpr int64_t kMinColumns = 256;  // below this many GEMM columns, group images
-
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-               const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
 
 struct ConvShape {
   int64_t n, c, h, w, o, kh, kw, oh, ow;
@@ -157,14 +142,6 @@ T* scratch(int64_t count) {
   return buffer.data();
 }
 
-int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
 // How the batch is cut: `chunks` contiguous slices of images (one per thread), `group` images per GEMM.
 struct Plan {
   int chunks = 1;
@@ -173,7 +150,7 @@ struct Plan {
 
 Plan plan_for(const ConvShape& s) {
   Plan plan;
-  plan.chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_threads(), s.n)));
+  plan.chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blas::max_threads(), s.n)));
   const int64_t per_chunk = (s.n + plan.chunks - 1) / plan.chunks;
   if (s.p() < kMinColumns) plan.group = std::max<int64_t>(1, std::min(per_chunk, (kMinColumns + s.p() - 1) / s.p()));
   return plan;
@@ -187,11 +164,9 @@ void for_each_chunk(int64_t images, int chunks, Body body) {
     body(int64_t(0), images, 0);
     return;
   }
-  const int blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
+  blas::SingleThreadedBlas single_threaded;
 #pragma omp parallel for schedule(static) num_threads(chunks)
   for (int t = 0; t < chunks; ++t) body(images * t / chunks, images * (t + 1) / chunks, t);
-  openblas_set_num_threads(blas_threads);
 }
 
 template <class T>
@@ -211,7 +186,7 @@ void forward(const T* x, const T* w, T* y, const ConvShape& s) {
       else
         for (int64_t i = 0; i < g; ++i) im2col(x + (n0 + i) * s.image(), s, col + i * p, cols);
       T* out = g == 1 ? y + n0 * s.o * p : stage;
-      blas_gemm(CblasNoTrans, CblasNoTrans, s.o, cols, ck, w, ck, b, cols, T(0), out, cols);
+      blas::gemm(false, false, s.o, cols, ck, w, ck, b, cols, T(0), out, cols);
       if (g > 1) scatter_images(stage, s, n0, g, y);
     }
   });
@@ -234,10 +209,10 @@ void backward_input(const T* dy, const T* w, T* dx, const ConvShape& s) {
         dy_cols = stage;
       }
       if (g == 1 && s.col_is_image()) {  // dcol is dx itself
-        blas_gemm(CblasTrans, CblasNoTrans, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dx + n0 * s.image(), cols);
+        blas::gemm(true, false, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dx + n0 * s.image(), cols);
         continue;
       }
-      blas_gemm(CblasTrans, CblasNoTrans, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dcol, cols);
+      blas::gemm(true, false, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dcol, cols);
       for (int64_t i = 0; i < g; ++i) {
         T* dx_n = dx + (n0 + i) * s.image();
         std::fill(dx_n, dx_n + s.image(), T(0));
@@ -272,7 +247,7 @@ void backward_weight(const T* x, const T* dy, T* dw, const ConvShape& s) {
         gather_images(dy, s, n0, g, stage);
         dy_cols = stage;
       }
-      blas_gemm(CblasNoTrans, CblasTrans, s.o, ck, cols, dy_cols, cols, b, cols, beta, sum, ck);
+      blas::gemm(false, true, s.o, ck, cols, dy_cols, cols, b, cols, beta, sum, ck);
       beta = 1;
     }
     if (beta == 0) std::fill(sum, sum + dw_size, T(0));  // a chunk without images
