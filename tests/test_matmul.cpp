@@ -65,9 +65,11 @@ TEST_CASE("matmul kernels match the naive kernel for every transpose flag", "[ma
   struct Size {
     int64_t batch, m, k, n;
   };
-  // Odd sizes, a 1x1x1, leftovers of the blocked kernel's 4-row groups, and sizes crossing its
-  // 128 (k) and 512 (n) tile edges.
-  const std::vector<Size> sizes = {{1, 7, 13, 5}, {3, 17, 33, 9}, {2, 1, 1, 1}, {1, 65, 130, 67}, {2, 6, 300, 530}};
+  // Odd sizes, a 1x1x1, leftovers of the blocked kernel's 4-row groups, sizes crossing its 128 (k) and
+  // 512 (n) tile edges, and products big enough for openblas to thread them by batch entry, by columns
+  // and by rows.
+  const std::vector<Size> sizes = {{1, 7, 13, 5},    {3, 17, 33, 9},  {2, 1, 1, 1},   {1, 65, 130, 67},
+                                   {2, 6, 300, 530}, {1, 301, 41, 70}, {3, 64, 50, 70}};
   for (const Size& s : sizes)
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
