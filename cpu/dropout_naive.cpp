@@ -1,0 +1,56 @@
+// cpu/dropout_naive.cpp — the dropout mask from the counter-based generator (core/philox.h).
+//   u_i = philox_uniform(seed, offset + i)                (a float in [0, 1) with 24 random bits)
+//   mask[i] = (u_i >= p) ? 1 / (1 - p) : 0                 (u_i compared as a double; 1/(1-p) computed in
+//                                                           double, then rounded to T)
+// Element i depends only on (seed, offset + i), so the CUDA kernel, written with the same expressions,
+// produces a bit-identical mask. "naive" walks the elements in order; "omp" splits them across threads
+// (the result cannot differ: there is no state to share). mask is contiguous.
+// Accumulation convention: mask is overwritten (=).
+#include "core/philox.h"
+#include "cpu/register.h"
+#include "cpu/strided.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+constexpr int64_t kParallelThreshold = 1 << 14;
+
+template <class T>
+T mask_value(uint64_t seed, uint64_t counter, double p, T keep) {
+  const float u = philox_uniform(seed, counter);
+  return static_cast<double>(u) >= p ? keep : T(0);
+}
+
+bool dropout_mask_naive(Tensor& mask, double p, uint64_t seed, uint64_t offset) {
+  const int64_t n = mask.numel();
+  return MINIDL_FLOAT_TYPES(mask.dtype(), {
+    const T keep = static_cast<T>(1.0 / (1.0 - p));
+    T* pm = mask.data<T>();
+    for (int64_t i = 0; i < n; ++i) pm[i] = mask_value<T>(seed, offset + static_cast<uint64_t>(i), p, keep);
+  });
+}
+
+template <class T>
+void mask_parallel(T* pm, int64_t n, double p, uint64_t seed, uint64_t offset) {
+  const T keep = static_cast<T>(1.0 / (1.0 - p));
+#pragma omp parallel for schedule(static) if (n > kParallelThreshold)
+  for (int64_t i = 0; i < n; ++i) pm[i] = mask_value<T>(seed, offset + static_cast<uint64_t>(i), p, keep);
+}
+
+bool dropout_mask_omp(Tensor& mask, double p, uint64_t seed, uint64_t offset) {
+  return MINIDL_FLOAT_TYPES(mask.dtype(), { mask_parallel<T>(mask.data<T>(), mask.numel(), p, seed, offset); });
+}
+
+}  // namespace
+
+void register_dropout_kernels_cpu() {
+  register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cpu, "naive", 0,
+                                     "reference: one Philox draw per element, in order", dropout_mask_naive);
+  register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cpu, "omp", 10,
+                                     "elements across OpenMP threads above 16k (counter-based: same mask)",
+                                     dropout_mask_omp);
+}
+
+}  // namespace minidl

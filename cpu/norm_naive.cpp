@@ -1,0 +1,120 @@
+// cpu/norm_naive.cpp — reference batch normalisation kernels: plain loops over x [N, C, S], one channel
+// at a time, statistics accumulated in double. Accumulation convention: outputs are overwritten (=).
+//
+// Per channel c over its M = N*S values x[n, c, s]:
+//   mean = 1/M sum x,  var = 1/M sum (x - mean)^2   (two passes: no cancellation),  invstd = 1/sqrt(var + eps)
+//   batch_norm:            y = (x - mean) * invstd * gamma + beta;  save_mean = mean, save_invstd = invstd
+//   batch_norm.inference:  y = (x - mean_c) / sqrt(var_c + eps) * gamma + beta  with the given mean_c, var_c
+//   batch_norm.backward:   xhat = (x - mean) * invstd,  grad_gamma = sum g * xhat,  grad_beta = sum g,
+//                          grad_x = gamma * invstd / M * (M * g - grad_beta - xhat * grad_gamma)
+#include <cmath>
+
+#include "cpu/register.h"
+#include "cpu/strided.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+// Index of x[n, c, s] in a contiguous [N, C, S] tensor.
+inline int64_t at(int64_t n, int64_t c, int64_t s, int64_t channels, int64_t spatial) {
+  return (n * channels + c) * spatial + s;
+}
+
+bool batch_norm_naive(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                      Tensor& save_mean, Tensor& save_invstd) {
+  const int64_t batch = x.shape()[0], channels = x.shape()[1], spatial = x.shape()[2];
+  const double count = static_cast<double>(batch * spatial);
+  return MINIDL_FLOAT_TYPES(x.dtype(), {
+    const T* px = x.data<T>();
+    const T* pg = gamma.data<T>();
+    const T* pb = beta.data<T>();
+    T* py = y.data<T>();
+    for (int64_t c = 0; c < channels; ++c) {
+      double total = 0;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t s = 0; s < spatial; ++s) total += px[at(n, c, s, channels, spatial)];
+      const double mean = total / count;
+      double squares = 0;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t s = 0; s < spatial; ++s) {
+          const double d = px[at(n, c, s, channels, spatial)] - mean;
+          squares += d * d;
+        }
+      const double invstd = 1.0 / std::sqrt(squares / count + eps);
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t s = 0; s < spatial; ++s) {
+          const int64_t i = at(n, c, s, channels, spatial);
+          py[i] = static_cast<T>((px[i] - mean) * invstd * pg[c] + pb[c]);
+        }
+      save_mean.data<T>()[c] = static_cast<T>(mean);
+      save_invstd.data<T>()[c] = static_cast<T>(invstd);
+    }
+  });
+}
+
+bool batch_norm_inference_naive(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                                const Tensor& var, double eps, Tensor& y) {
+  const int64_t batch = x.shape()[0], channels = x.shape()[1], spatial = x.shape()[2];
+  return MINIDL_FLOAT_TYPES(x.dtype(), {
+    const T* px = x.data<T>();
+    const T* pg = gamma.data<T>();
+    const T* pb = beta.data<T>();
+    const T* pm = mean.data<T>();
+    const T* pv = var.data<T>();
+    T* py = y.data<T>();
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t c = 0; c < channels; ++c) {
+        const double invstd = 1.0 / std::sqrt(static_cast<double>(pv[c]) + eps);
+        for (int64_t s = 0; s < spatial; ++s) {
+          const int64_t i = at(n, c, s, channels, spatial);
+          py[i] = static_cast<T>((px[i] - static_cast<double>(pm[c])) * invstd * pg[c] + pb[c]);
+        }
+      }
+  });
+}
+
+bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
+                               const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+  const int64_t batch = x.shape()[0], channels = x.shape()[1], spatial = x.shape()[2];
+  const double count = static_cast<double>(batch * spatial);
+  return MINIDL_FLOAT_TYPES(x.dtype(), {
+    const T* px = x.data<T>();
+    const T* pgy = grad_y.data<T>();
+    const T* pg = gamma.data<T>();
+    T* pgx = grad_x.data<T>();
+    for (int64_t c = 0; c < channels; ++c) {
+      const double mean = save_mean.data<T>()[c], invstd = save_invstd.data<T>()[c];
+      double sum_g = 0, sum_g_xhat = 0;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t s = 0; s < spatial; ++s) {
+          const int64_t i = at(n, c, s, channels, spatial);
+          sum_g += pgy[i];
+          sum_g_xhat += pgy[i] * ((px[i] - mean) * invstd);
+        }
+      const double scale = pg[c] * invstd / count;
+      for (int64_t n = 0; n < batch; ++n)
+        for (int64_t s = 0; s < spatial; ++s) {
+          const int64_t i = at(n, c, s, channels, spatial);
+          const double xhat = (px[i] - mean) * invstd;
+          pgx[i] = static_cast<T>(scale * (count * pgy[i] - sum_g - xhat * sum_g_xhat));
+        }
+      grad_gamma.data<T>()[c] = static_cast<T>(sum_g_xhat);
+      grad_beta.data<T>()[c] = static_cast<T>(sum_g);
+    }
+  });
+}
+
+}  // namespace
+
+void register_norm_naive_cpu() {
+  const char* d = "reference: one channel at a time, two-pass statistics in double";
+  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, "naive", 0, d, batch_norm_naive);
+  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cpu, "naive", 0, d,
+                                            batch_norm_inference_naive);
+  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cpu, "naive", 0, d,
+                                           batch_norm_backward_naive);
+}
+
+}  // namespace minidl

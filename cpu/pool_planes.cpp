@@ -1,0 +1,159 @@
+// cpu/pool_planes.cpp — max and average pooling for speed ("planes_omp"). Same rules as the reference
+// (cpu/pool_naive.cpp); what changes:
+//   - the N*C planes are independent, so they are split across OpenMP threads (the backward stages too:
+//     overlapping windows only ever share positions within one plane, so no two threads write one place);
+//   - each window is clipped to the input once ([h0, h1) x [v0, v1)), so the inner loops carry no
+//     per-element padding test and read contiguous runs of a row.
+// The backward stages keep the reference's order: windows in row-major order, and within a window the
+// first position (row-major) where x == y receives the gradient.
+// Accumulation convention: y is overwritten (=); grad_x is zeroed per plane, then windows add (+=).
+#include <algorithm>
+
+#include "cpu/register.h"
+#include "cpu/strided.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+constexpr int64_t kParallelThreshold = 1 << 14;  // output elements below which one thread is faster
+
+struct PoolDims {
+  int64_t planes, h, w, oh, ow;
+};
+
+PoolDims dims_of(const Tensor& x, const Tensor& y) {
+  return {x.shape()[0] * x.shape()[1], x.shape()[2], x.shape()[3], y.shape()[2], y.shape()[3]};
+}
+
+// The real rows [begin, end) of window row p (or columns of window column q).
+struct Span {
+  int64_t begin, end;
+};
+Span clip(int64_t index, int stride, int pad, int kernel, int64_t size) {
+  const int64_t start = index * stride - pad;
+  return {std::max<int64_t>(start, 0), std::min<int64_t>(start + kernel, size)};
+}
+
+template <class T>
+void max_forward(const T* x, T* y, const PoolDims& d, const Pool2dParams& pp) {
+#pragma omp parallel for schedule(static) if (d.planes * d.oh * d.ow > kParallelThreshold)
+  for (int64_t plane = 0; plane < d.planes; ++plane) {
+    const T* xp = x + plane * d.h * d.w;
+    T* yp = y + plane * d.oh * d.ow;
+    for (int64_t p = 0; p < d.oh; ++p) {
+      const Span rows = clip(p, pp.stride_h, pp.pad_h, pp.kernel_h, d.h);
+      for (int64_t q = 0; q < d.ow; ++q) {
+        const Span cols = clip(q, pp.stride_w, pp.pad_w, pp.kernel_w, d.w);
+        T best = xp[rows.begin * d.w + cols.begin];
+        for (int64_t h = rows.begin; h < rows.end; ++h)
+          for (int64_t v = cols.begin; v < cols.end; ++v) best = xp[h * d.w + v] > best ? xp[h * d.w + v] : best;
+        yp[p * d.ow + q] = best;
+      }
+    }
+  }
+}
+
+template <class T>
+void max_backward(const T* x, const T* y, const T* gy, T* gx, const PoolDims& d, const Pool2dParams& pp) {
+#pragma omp parallel for schedule(static) if (d.planes * d.oh * d.ow > kParallelThreshold)
+  for (int64_t plane = 0; plane < d.planes; ++plane) {
+    const T* xp = x + plane * d.h * d.w;
+    const T* yp = y + plane * d.oh * d.ow;
+    const T* gyp = gy + plane * d.oh * d.ow;
+    T* gxp = gx + plane * d.h * d.w;
+    std::fill(gxp, gxp + d.h * d.w, T(0));
+    for (int64_t p = 0; p < d.oh; ++p) {
+      const Span rows = clip(p, pp.stride_h, pp.pad_h, pp.kernel_h, d.h);
+      for (int64_t q = 0; q < d.ow; ++q) {
+        const Span cols = clip(q, pp.stride_w, pp.pad_w, pp.kernel_w, d.w);
+        const T target = yp[p * d.ow + q];
+        int64_t winner = -1;
+        for (int64_t h = rows.begin; h < rows.end && winner < 0; ++h)
+          for (int64_t v = cols.begin; v < cols.end; ++v)
+            if (xp[h * d.w + v] == target) {
+              winner = h * d.w + v;
+              break;
+            }
+        if (winner >= 0) gxp[winner] += gyp[p * d.ow + q];
+      }
+    }
+  }
+}
+
+template <class T>
+void avg_forward(const T* x, T* y, const PoolDims& d, const Pool2dParams& pp) {
+  const T count = static_cast<T>(pp.kernel_h * pp.kernel_w);
+#pragma omp parallel for schedule(static) if (d.planes * d.oh * d.ow > kParallelThreshold)
+  for (int64_t plane = 0; plane < d.planes; ++plane) {
+    const T* xp = x + plane * d.h * d.w;
+    T* yp = y + plane * d.oh * d.ow;
+    for (int64_t p = 0; p < d.oh; ++p) {
+      const Span rows = clip(p, pp.stride_h, pp.pad_h, pp.kernel_h, d.h);
+      for (int64_t q = 0; q < d.ow; ++q) {
+        const Span cols = clip(q, pp.stride_w, pp.pad_w, pp.kernel_w, d.w);
+        T acc = 0;
+        for (int64_t h = rows.begin; h < rows.end; ++h)
+          for (int64_t v = cols.begin; v < cols.end; ++v) acc += xp[h * d.w + v];
+        yp[p * d.ow + q] = acc / count;
+      }
+    }
+  }
+}
+
+template <class T>
+void avg_backward(const T* gy, T* gx, const PoolDims& d, const Pool2dParams& pp) {
+  const T count = static_cast<T>(pp.kernel_h * pp.kernel_w);
+#pragma omp parallel for schedule(static) if (d.planes * d.oh * d.ow > kParallelThreshold)
+  for (int64_t plane = 0; plane < d.planes; ++plane) {
+    const T* gyp = gy + plane * d.oh * d.ow;
+    T* gxp = gx + plane * d.h * d.w;
+    std::fill(gxp, gxp + d.h * d.w, T(0));
+    for (int64_t p = 0; p < d.oh; ++p) {
+      const Span rows = clip(p, pp.stride_h, pp.pad_h, pp.kernel_h, d.h);
+      for (int64_t q = 0; q < d.ow; ++q) {
+        const Span cols = clip(q, pp.stride_w, pp.pad_w, pp.kernel_w, d.w);
+        const T g = gyp[p * d.ow + q] / count;
+        for (int64_t h = rows.begin; h < rows.end; ++h)
+          for (int64_t v = cols.begin; v < cols.end; ++v) gxp[h * d.w + v] += g;
+      }
+    }
+  }
+}
+
+bool max_pool2d_planes(const Tensor& x, Tensor& y, const Pool2dParams& p) {
+  const PoolDims d = dims_of(x, y);
+  return MINIDL_FLOAT_TYPES(y.dtype(), { max_forward(x.data<T>(), y.data<T>(), d, p); });
+}
+
+bool max_pool2d_backward_planes(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
+                                const Pool2dParams& p) {
+  const PoolDims d = dims_of(x, y);
+  return MINIDL_FLOAT_TYPES(grad_x.dtype(),
+                            { max_backward(x.data<T>(), y.data<T>(), grad_y.data<T>(), grad_x.data<T>(), d, p); });
+}
+
+bool avg_pool2d_planes(const Tensor& x, Tensor& y, const Pool2dParams& p) {
+  const PoolDims d = dims_of(x, y);
+  return MINIDL_FLOAT_TYPES(y.dtype(), { avg_forward(x.data<T>(), y.data<T>(), d, p); });
+}
+
+bool avg_pool2d_backward_planes(const Tensor& grad_y, Tensor& grad_x, const Pool2dParams& p) {
+  const PoolDims d = dims_of(grad_x, grad_y);
+  return MINIDL_FLOAT_TYPES(grad_x.dtype(), { avg_backward(grad_y.data<T>(), grad_x.data<T>(), d, p); });
+}
+
+}  // namespace
+
+void register_pool_planes_cpu() {
+  const char* d = "N*C planes across OpenMP threads, windows clipped once (no per-element padding test)";
+  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cpu, "planes_omp", 10, d, max_pool2d_planes);
+  register_kernel<MaxPool2dBackwardKernel>("max_pool2d.backward", DeviceType::cpu, "planes_omp", 10, d,
+                                           max_pool2d_backward_planes);
+  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cpu, "planes_omp", 10, d, avg_pool2d_planes);
+  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cpu, "planes_omp", 10, d,
+                                           avg_pool2d_backward_planes);
+}
+
+}  // namespace minidl

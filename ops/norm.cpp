@@ -1,0 +1,135 @@
+// ops/norm.cpp — batch normalisation and dropout.
+//
+// batch_norm: x [N, C], [N, C, L] or [N, C, H, W] is viewed as [N, C, S] (S = product of the trailing
+// dims, 1 for [N, C]); statistics are per channel c over the M = N*S values of that channel.
+//   training:  y = (x - mean_c) * invstd_c * gamma_c + beta_c,  invstd_c = 1 / sqrt(var_c + eps), var biased
+//              kernel "batch_norm" (y, save_mean, save_invstd); gradient by kernel "batch_norm.backward":
+//                grad_gamma = sum g * xhat,  grad_beta = sum g,
+//                grad_x = gamma * invstd / M * (M * g - grad_beta - xhat * grad_gamma)
+//              running stats, updated in place (no autograd), with the unbiased batch variance:
+//                running_mean = (1 - momentum) * running_mean + momentum * mean
+//                running_var  = (1 - momentum) * running_var  + momentum * var * M / (M - 1)
+//              where var = 1 / invstd^2 - eps is recovered from the saved invstd.
+//   evaluation: the same affine map with running_mean / running_var (kernel "batch_norm.inference");
+//              the statistics are constants, so with a = gamma / sqrt(running_var + eps):
+//                grad_x = g * a,  grad_gamma = sum g * (x - running_mean) / sqrt(running_var + eps),
+//                grad_beta = sum g          (written with ops; rarely needed)
+// gamma / beta may be undefined (no affine part): they then act as ones / zeros.
+//
+// dropout: out = x * mask, mask[i] = (u_i >= p) ? 1 / (1 - p) : 0 from the counter-based generator
+// (kernel "dropout_mask", core/philox.h), so the gradient is mul's: g * mask.
+#include "core/dispatch.h"
+#include "core/random.h"
+#include "ops/op_checks.h"
+#include "ops/ops.h"
+
+namespace minidl {
+
+namespace {
+
+// A per-channel tensor (gamma, beta, running stats): undefined is allowed (checked by the caller when
+// required); otherwise [C], x's dtype and device.
+void check_channel_tensor(const char* name, const Tensor& t, const Tensor& x, int64_t channels) {
+  if (!t.defined()) return;
+  MINIDL_CHECK(t.dim() == 1 && t.shape()[0] == channels, "batch_norm: ", name, " must have shape [", channels,
+               "] for input of shape ", shape_str(x.shape()), ", got ", shape_str(t.shape()));
+  MINIDL_CHECK(t.dtype() == x.dtype(), "batch_norm: ", name, " is ", dtype_name(t.dtype()), " but the input is ",
+               dtype_name(x.dtype()));
+  MINIDL_CHECK(t.device() == x.device(), "batch_norm: ", name, " is on ", t.device().str(), " but the input is on ",
+               x.device().str());
+}
+
+// A contiguous copy without history, or `value` everywhere when t is undefined.
+Tensor packed_or(const Tensor& t, double value, int64_t channels, const Tensor& x) {
+  return t.defined() ? t.detach().contiguous() : full({channels}, value, x.options());
+}
+
+void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
+                          const Tensor& save_invstd, double momentum, double eps, int64_t count) {
+  NoGradGuard no_grad;
+  if (running_mean.defined())
+    copy_(running_mean, add(mul_scalar(running_mean, 1 - momentum), mul_scalar(save_mean, momentum)));
+  if (running_var.defined()) {
+    const Tensor biased = add_scalar(pow_scalar(save_invstd, -2.0), -eps);
+    const Tensor unbiased = mul_scalar(biased, static_cast<double>(count) / static_cast<double>(count - 1));
+    copy_(running_var, add(mul_scalar(running_var, 1 - momentum), mul_scalar(unbiased, momentum)));
+  }
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) {
+  check_floating("batch_norm", x);
+  MINIDL_CHECK(x.dim() >= 2 && x.dim() <= 4, "batch_norm: expected input [N, C], [N, C, L] or [N, C, H, W], got ",
+               shape_str(x.shape()));
+  MINIDL_CHECK(eps >= 0, "batch_norm: eps must be non-negative, got ", eps);
+  MINIDL_CHECK(momentum >= 0 && momentum <= 1, "batch_norm: momentum must be in [0, 1], got ", momentum);
+  const int64_t n = x.shape()[0], channels = x.shape()[1];
+  int64_t spatial = 1;
+  for (int d = 2; d < x.dim(); ++d) spatial *= x.shape()[d];
+  check_channel_tensor("gamma", gamma, x, channels);
+  check_channel_tensor("beta", beta, x, channels);
+  check_channel_tensor("running_mean", running_mean, x, channels);
+  check_channel_tensor("running_var", running_var, x, channels);
+
+  const Tensor x3 = x.detach().contiguous().view({n, channels, spatial});
+  const Tensor g = packed_or(gamma, 1.0, channels, x), b = packed_or(beta, 0.0, channels, x);
+  Tensor y3 = empty({n, channels, spatial}, x.options());
+  const bool gamma_grad = gamma.defined() && gamma.requires_grad(), beta_grad = beta.defined() && beta.requires_grad();
+
+  if (training) {
+    const int64_t count = n * spatial;
+    MINIDL_CHECK(count > 1, "batch_norm: training needs more than one value per channel, got input of shape ",
+                 shape_str(x.shape()));
+    Tensor save_mean = empty({channels}, x.options()), save_invstd = empty({channels}, x.options());
+    dispatch<BatchNormKernel>("batch_norm", x.device(), x3, g, b, eps, y3, save_mean, save_invstd);
+    update_running_stats(running_mean, running_var, save_mean, save_invstd, momentum, eps, count);
+    Tensor out = y3.view(x.shape());
+    if (needs_grad({x, gamma, beta}))
+      attach_grad_fn(
+          out, "BatchNormBackward", {x, gamma, beta},
+          [x3, g, save_mean, save_invstd, shape = x.shape(), gamma_grad, beta_grad](const Tensor& grad) {
+            Tensor grad_x = empty(x3.shape(), x3.options());
+            Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
+            dispatch<BatchNormBackwardKernel>("batch_norm.backward", grad.device(), x3,
+                                              grad.contiguous().view(x3.shape()), g, save_mean, save_invstd, grad_x,
+                                              grad_gamma, grad_beta);
+            return grads{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+          });
+    return out;
+  }
+
+  MINIDL_CHECK(running_mean.defined() && running_var.defined(),
+               "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
+  const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
+  dispatch<BatchNormInferenceKernel>("batch_norm.inference", x.device(), x3, g, b, mean_c, var_c, eps, y3);
+  Tensor out = y3.view(x.shape());
+  if (needs_grad({x, gamma, beta}))
+    attach_grad_fn(out, "BatchNormInferenceBackward", {x, gamma, beta},
+                   [x3, g, mean_c, var_c, eps, shape = x.shape(), gamma_grad, beta_grad](const Tensor& grad) {
+                     const Shape per_channel{1, x3.shape()[1], 1};
+                     const Tensor invstd = pow_scalar(add_scalar(var_c, eps), -0.5).view(per_channel);
+                     const Tensor g3 = grad.reshape(x3.shape());
+                     const Tensor grad_x = mul(g3, mul(g.view(per_channel), invstd)).view(shape);
+                     Tensor grad_gamma, grad_beta;
+                     if (gamma_grad) grad_gamma = sum(mul(g3, mul(sub(x3, mean_c.view(per_channel)), invstd)), {0, 2});
+                     if (beta_grad) grad_beta = sum(g3, {0, 2});
+                     return grads{grad_x, grad_gamma, grad_beta};
+                   });
+  return out;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training) {
+  check_floating("dropout", x);
+  MINIDL_CHECK(p >= 0 && p <= 1, "dropout: probability p must be in [0, 1], got ", p);
+  if (!training || p == 0) return x;
+  if (p == 1) return mul_scalar(x, 0.0);  // everything dropped; the gradient is zero too
+  Tensor mask = empty(x.shape(), x.options());
+  const uint64_t seed = current_seed();
+  const uint64_t offset = reserve_random_offset(static_cast<uint64_t>(x.numel()));
+  dispatch<DropoutMaskKernel>("dropout_mask", x.device(), mask, p, seed, offset);
+  return mul(x, mask);
+}
+
+}  // namespace minidl

@@ -1,0 +1,333 @@
+// tests/test_conv_pool.cpp — conv2d, max_pool2d and avg_pool2d: every kernel of every stage against the
+// naive reference (strides, padding, non-square windows, overlapping windows, ties, the image grouping
+// and 1x1 paths of im2col), hand-computed cases of the pooling rules, float64 gradient checks and errors.
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "core/dispatch.h"
+#include "tests/test_util.h"
+
+using namespace minidl;
+using namespace minidl::testing;
+
+namespace {
+
+struct ConvCase {
+  int64_t n, c, h, w, o, kh, kw;
+  int sh, sw, ph, pw;
+  Conv2dParams params() const {
+    Conv2dParams p;
+    p.stride_h = sh;
+    p.stride_w = sw;
+    p.pad_h = ph;
+    p.pad_w = pw;
+    return p;
+  }
+  int64_t oh() const { return (h + 2 * ph - kh) / sh + 1; }
+  int64_t ow() const { return (w + 2 * pw - kw) / sw + 1; }
+};
+
+std::string describe(const ConvCase& c) {
+  return str_cat("x [", c.n, ",", c.c, ",", c.h, ",", c.w, "] w [", c.o, ",", c.c, ",", c.kh, ",", c.kw, "] stride ",
+                 c.sh, "x", c.sw, " pad ", c.ph, "x", c.pw);
+}
+
+// Small images (grouped several per GEMM by im2col), large ones (one per GEMM), 1x1 (no unrolling),
+// a single image (no thread split), strides, padding and non-square kernels.
+const std::vector<ConvCase> kConvCases = {
+    {2, 3, 7, 9, 4, 3, 3, 1, 1, 0, 0},   {3, 2, 8, 7, 5, 3, 2, 2, 1, 1, 0},   {1, 1, 5, 5, 1, 5, 5, 1, 1, 0, 0},
+    {2, 4, 6, 6, 3, 1, 1, 1, 1, 0, 0},   {5, 3, 6, 5, 2, 1, 1, 1, 1, 0, 0},   {4, 2, 5, 6, 3, 3, 3, 2, 2, 1, 1},
+    {3, 3, 4, 4, 2, 2, 3, 1, 2, 1, 1},   {2, 3, 30, 30, 4, 3, 3, 1, 1, 1, 1}, {7, 2, 9, 9, 3, 3, 3, 3, 3, 2, 2},
+    {1, 2, 20, 20, 3, 3, 3, 1, 1, 0, 0}, {9, 1, 28, 28, 4, 3, 3, 1, 1, 0, 0}, {3, 2, 17, 17, 3, 1, 1, 2, 2, 0, 0},
+};
+
+}  // namespace
+
+TEST_CASE("conv2d kernels match the naive reference for all three stages", "[conv]") {
+  for (const ConvCase& c : kConvCases) {
+    INFO(describe(c));
+    const Conv2dParams p = c.params();
+    const Tensor x = uniform({c.n, c.c, c.h, c.w}, -1, 1, DType::float32);
+    const Tensor w = uniform({c.o, c.c, c.kh, c.kw}, -1, 1, DType::float32);
+    const Tensor gy = uniform({c.n, c.o, c.oh(), c.ow()}, -1, 1, DType::float32);
+    Tensor ref_y = empty(gy.shape()), ref_gx = empty(x.shape()), ref_gw = empty(w.shape());
+    {
+      SelectionReset reset;
+      select_kernel("conv2d", DeviceType::cpu, "naive");
+      dispatch<Conv2dKernel>("conv2d", Device::cpu(), x, w, ref_y, p);
+      dispatch<Conv2dBackwardInputKernel>("conv2d.backward_input", Device::cpu(), gy, w, ref_gx, p);
+      dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", Device::cpu(), x, gy, ref_gw, p);
+      CHECK(last_kernel("conv2d.backward_weight", DeviceType::cpu) == "naive");
+    }
+    for_each_kernel("conv2d", [&](Device d, const std::string& name) {
+      Tensor y = empty(ref_y.shape(), TensorOptions(DType::float32, d));
+      dispatch<Conv2dKernel>("conv2d", d, x.to(d), w.to(d), y, p);
+      CHECK(last_kernel("conv2d", d.type) == name);
+      CHECK(compare(y, ref_y, 1e-4, 1e-5) == "");
+    });
+    for_each_kernel("conv2d.backward_input", [&](Device d, const std::string& name) {
+      Tensor gx = full(x.shape(), 123.0, TensorOptions(DType::float32, d));  // must be overwritten
+      dispatch<Conv2dBackwardInputKernel>("conv2d.backward_input", d, gy.to(d), w.to(d), gx, p);
+      CHECK(last_kernel("conv2d.backward_input", d.type) == name);
+      CHECK(compare(gx, ref_gx, 1e-4, 1e-5) == "");
+    });
+    for_each_kernel("conv2d.backward_weight", [&](Device d, const std::string& name) {
+      Tensor gw = full(w.shape(), 123.0, TensorOptions(DType::float32, d));
+      dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", d, x.to(d), gy.to(d), gw, p);
+      CHECK(last_kernel("conv2d.backward_weight", d.type) == name);
+      CHECK(compare(gw, ref_gw, 1e-4, 1e-4) == "");
+    });
+  }
+}
+
+TEST_CASE("conv2d: a hand-computed case with padding and stride", "[conv]") {
+  // x = 1..9 in a 3x3 image, w = [[1, 0], [0, -1]], padding 1, stride 2: windows at rows/cols -1 and 1.
+  //   y[0,0] = 0*1 + (-1)*x[0,0] = -1      y[0,1] = 0 + (-1)*x[0,2] = -3
+  //   y[1,0] = 0 + (-1)*x[2,0]   = -7      y[1,1] = x[1,1] - x[2,2] = 5 - 9 = -4
+  const Tensor x = from_vector({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 1, 3, 3});
+  const Tensor w = from_vector({1, 0, 0, -1}, {1, 1, 2, 2});
+  const Tensor bias = from_vector({0.5}, {1});
+  for_each_kernel("conv2d", [&](Device d, const std::string& name) {
+    const Tensor y = conv2d(x.to(d), w.to(d), bias.to(d), /*stride=*/2, /*padding=*/1);
+    CHECK(last_kernel("conv2d", d.type) == name);
+    CHECK(y.shape() == Shape{1, 1, 2, 2});
+    CHECK(y.to_vector<float>() == std::vector<float>{-0.5f, -2.5f, -6.5f, -3.5f});
+  });
+}
+
+TEST_CASE("conv2d front end adds the bias and backward reaches every input", "[conv]") {
+  const ConvCase c{3, 2, 8, 7, 4, 3, 3, 1, 2, 1, 0};
+  const Conv2dParams p = c.params();
+  const Tensor x = uniform({c.n, c.c, c.h, c.w}, -1, 1, DType::float32);
+  const Tensor w = uniform({c.o, c.c, c.kh, c.kw}, -1, 1, DType::float32);
+  const Tensor bias = uniform({c.o}, -1, 1, DType::float32);
+  Tensor ref = empty({c.n, c.o, c.oh(), c.ow()});
+  {
+    SelectionReset reset;
+    select_kernel("conv2d", DeviceType::cpu, "naive");
+    dispatch<Conv2dKernel>("conv2d", Device::cpu(), x, w, ref, p);
+  }
+  ref = add(ref, bias.view({1, c.o, 1, 1}));
+  for_each_kernel("conv2d", [&](Device d, const std::string& name) {
+    Tensor xd = x.to(d).clone().requires_grad_(), wd = w.to(d).clone().requires_grad_(),
+           bd = bias.to(d).clone().requires_grad_();
+    const Tensor y = conv2d(xd, wd, bd, p);
+    CHECK(last_kernel("conv2d", d.type) == name);
+    CHECK(compare(y, ref, 1e-4, 1e-5) == "");
+    sum(y).backward();
+    CHECK(last_kernel("conv2d.backward_input", d.type) == name);
+    CHECK(last_kernel("conv2d.backward_weight", d.type) == name);
+    // L = sum(y): dbias[o] is the number of output pixels per channel, N*OH*OW.
+    CHECK(compare(bd.grad(), full({c.o}, static_cast<double>(c.n * c.oh() * c.ow())), 0, 1e-3) == "");
+    CHECK(xd.grad().shape() == x.shape());
+    CHECK(wd.grad().shape() == w.shape());
+  });
+}
+
+TEST_CASE("conv2d gradients (float64 finite differences, every CPU kernel)", "[conv][gradcheck]") {
+  SelectionReset reset;
+  auto leaf = [](const Shape& s) { return uniform(s, -1, 1).requires_grad_(); };
+  struct Setting {
+    int sh, sw, ph, pw;
+    int64_t kh, kw;
+  };
+  const std::vector<Setting> settings = {
+      {1, 1, 0, 0, 3, 3}, {2, 2, 0, 0, 3, 3}, {1, 1, 1, 1, 3, 3}, {2, 2, 1, 1, 3, 3}, {2, 1, 1, 0, 2, 3}};
+  for (const std::string& name : kernels_for("conv2d", DeviceType::cpu)) {
+    select_kernel("conv2d", DeviceType::cpu, name);
+    for (const Setting& s : settings) {
+      INFO("kernel " << name << " stride " << s.sh << "x" << s.sw << " pad " << s.ph << "x" << s.pw);
+      Conv2dParams p;
+      p.stride_h = s.sh;
+      p.stride_w = s.sw;
+      p.pad_h = s.ph;
+      p.pad_w = s.pw;
+      auto f = [p](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], in[2], p); };
+      CHECK(gradcheck(f, {leaf({2, 2, 5, 6}), leaf({3, 2, s.kh, s.kw}), leaf({3})}) == "");
+      CHECK(last_kernel("conv2d.backward_weight", DeviceType::cpu) == name);
+    }
+    auto no_bias = [](const std::vector<Tensor>& in) { return conv2d(in[0], in[1], Tensor(), 1, 1); };
+    CHECK(gradcheck(no_bias, {leaf({2, 3, 4, 4}), leaf({2, 3, 3, 3})}) == "");
+  }
+}
+
+TEST_CASE("conv2d skips the input gradient when the input needs none", "[conv]") {
+  Tensor x = uniform({2, 1, 6, 6}, -1, 1, DType::float32);
+  Tensor w = uniform({3, 1, 3, 3}, -1, 1, DType::float32).requires_grad_();
+  sum(conv2d(x, w)).backward();
+  CHECK(w.grad().defined());
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("conv2d errors name the op and the shapes", "[conv][errors]") {
+  CHECK_THROWS_WITH(conv2d(zeros({2, 3, 8, 8}), zeros({4, 2, 3, 3})),
+                    "conv2d: the input [2,3,8,8] has 3 channels but the weight [4,2,3,3] expects 2");
+  CHECK_THROWS_WITH(
+      conv2d(zeros({1, 1, 3, 3}), zeros({1, 1, 5, 5})),
+      Catch::StartsWith("conv2d: the kernel [1,1,5,5] is larger than the padded input along height (5 > 3"));
+  CHECK_NOTHROW(conv2d(zeros({1, 1, 3, 3}), zeros({1, 1, 5, 5}), Tensor(), 1, 1));
+  CHECK_THROWS_WITH(conv2d(zeros({3, 8, 8}), zeros({4, 3, 3, 3})),
+                    Catch::Contains("conv2d: expected a 4-D tensor [N, C, H, W] for the input, got shape [3,8,8]"));
+  CHECK_THROWS_WITH(conv2d(zeros({1, 3, 8, 8}), zeros({4, 3, 3, 3}), zeros({3})),
+                    Catch::Contains("conv2d: bias of shape [3] does not match the weight [4,3,3,3]"));
+  CHECK_THROWS_WITH(conv2d(zeros({1, 3, 8, 8}), zeros({4, 3, 3, 3}), Tensor(), 0),
+                    Catch::Contains("conv2d: strides must be positive"));
+  CHECK_THROWS_WITH(conv2d(zeros({1, 3, 8, 8}), zeros({4, 3, 3, 3}, DType::float64)),
+                    Catch::Contains("conv2d: dtypes differ"));
+}
+
+// ---------------------------------------------------------------- pooling
+
+namespace {
+
+struct PoolCase {
+  int64_t n, c, h, w;
+  Pool2dParams p;
+};
+
+Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
+  Pool2dParams p;
+  p.kernel_h = kh;
+  p.kernel_w = kw;
+  p.stride_h = sh;
+  p.stride_w = sw;
+  p.pad_h = ph;
+  p.pad_w = pw;
+  return p;
+}
+
+// MNIST's 2x2/2, an odd size that drops the last row, overlapping 3x3/2 windows with padding,
+// non-square windows and strides, and 1x1.
+const std::vector<PoolCase> kPoolCases = {
+    {2, 3, 6, 6, pool_params(2, 2, 2, 2, 0, 0)}, {2, 2, 7, 7, pool_params(2, 2, 2, 2, 0, 0)},
+    {3, 2, 9, 8, pool_params(3, 3, 2, 2, 1, 1)}, {2, 3, 7, 9, pool_params(3, 2, 1, 2, 1, 0)},
+    {1, 2, 5, 5, pool_params(1, 1, 1, 1, 0, 0)}, {4, 33, 24, 24, pool_params(2, 2, 2, 2, 0, 0)},
+    {2, 2, 8, 6, pool_params(4, 2, 3, 1, 2, 1)},
+};
+
+// Random float32 values on a coarse grid (0, 0.25, ..., 1.75), so that many windows hold ties.
+Tensor coarse_values(const Shape& shape) {
+  std::vector<double> v = uniform(shape, 0, 2).to_vector<double>();
+  for (double& e : v) e = std::floor(e * 4) / 4;
+  return from_vector(v, shape, DType::float32);
+}
+
+}  // namespace
+
+TEST_CASE("pooling kernels match the naive reference for all four keys", "[pool]") {
+  for (const PoolCase& c : kPoolCases) {
+    const Pool2dParams& p = c.p;
+    INFO("x [" << c.n << "," << c.c << "," << c.h << "," << c.w << "] window " << p.kernel_h << "x" << p.kernel_w
+               << " stride " << p.stride_h << "x" << p.stride_w << " pad " << p.pad_h << "x" << p.pad_w);
+    const Tensor x = coarse_values({c.n, c.c, c.h, c.w});
+    const int64_t oh = (c.h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1,
+                  ow = (c.w + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
+    const Tensor gy = uniform({c.n, c.c, oh, ow}, -1, 1, DType::float32);
+    Tensor max_y = empty(gy.shape()), max_gx = empty(x.shape()), avg_y = empty(gy.shape()), avg_gx = empty(x.shape());
+    {
+      SelectionReset reset;
+      select_kernel("max_pool2d", DeviceType::cpu, "naive");
+      select_kernel("avg_pool2d", DeviceType::cpu, "naive");
+      dispatch<Pool2dKernel>("max_pool2d", Device::cpu(), x, max_y, p);
+      dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", Device::cpu(), x, max_y, gy, max_gx, p);
+      dispatch<Pool2dKernel>("avg_pool2d", Device::cpu(), x, avg_y, p);
+      dispatch<AvgPool2dBackwardKernel>("avg_pool2d.backward", Device::cpu(), gy, avg_gx, p);
+    }
+    for_each_kernel("max_pool2d", [&](Device d, const std::string& name) {
+      Tensor y = empty(gy.shape(), TensorOptions(DType::float32, d));
+      dispatch<Pool2dKernel>("max_pool2d", d, x.to(d), y, p);
+      CHECK(last_kernel("max_pool2d", d.type) == name);
+      CHECK(compare(y, max_y, 0, 0) == "");
+    });
+    for_each_kernel("max_pool2d.backward", [&](Device d, const std::string& name) {
+      Tensor gx = full(x.shape(), 123.0, TensorOptions(DType::float32, d));
+      dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", d, x.to(d), max_y.to(d), gy.to(d), gx, p);
+      CHECK(last_kernel("max_pool2d.backward", d.type) == name);
+      CHECK(compare(gx, max_gx, 1e-6, 1e-6) == "");
+    });
+    for_each_kernel("avg_pool2d", [&](Device d, const std::string& name) {
+      Tensor y = empty(gy.shape(), TensorOptions(DType::float32, d));
+      dispatch<Pool2dKernel>("avg_pool2d", d, x.to(d), y, p);
+      CHECK(last_kernel("avg_pool2d", d.type) == name);
+      CHECK(compare(y, avg_y, 1e-5, 1e-6) == "");
+    });
+    for_each_kernel("avg_pool2d.backward", [&](Device d, const std::string& name) {
+      Tensor gx = full(x.shape(), 123.0, TensorOptions(DType::float32, d));
+      dispatch<AvgPool2dBackwardKernel>("avg_pool2d.backward", d, gy.to(d), gx, p);
+      CHECK(last_kernel("avg_pool2d.backward", d.type) == name);
+      CHECK(compare(gx, avg_gx, 1e-5, 1e-6) == "");
+    });
+  }
+}
+
+TEST_CASE("max_pool2d backward: ties go to the first position, overlapping winners sum", "[pool]") {
+  // 2x2 windows, stride 1, on a 3x3 image; windows (0,0), (0,1), (1,0) have max 5 with ties, (1,1) has 4.
+  //   (0,0) {5,5,5,3} -> first 5 at (0,0)    (0,1) {5,1,3,1} -> (0,1)
+  //   (1,0) {5,3,0,0} -> (1,0)               (1,1) {3,1,0,4} -> (2,2)
+  const Tensor x_ties = from_vector({5, 5, 1, 5, 3, 1, 0, 0, 4}, {1, 1, 3, 3});
+  // Every window holds the 9 in the middle, which wins all four.
+  const Tensor x_shared = from_vector({1, 2, 1, 0, 9, 0, 1, 0, 1}, {1, 1, 3, 3});
+  const Tensor g = from_vector({1, 2, 3, 4}, {1, 1, 2, 2});
+  for_each_kernel("max_pool2d", [&](Device d, const std::string& name) {
+    Tensor a = x_ties.to(d).clone().requires_grad_();
+    Tensor y = max_pool2d(a, 2, 1);
+    CHECK(y.to_vector<float>() == std::vector<float>{5, 5, 5, 4});
+    y.backward(g.to(d));
+    CHECK(last_kernel("max_pool2d.backward", d.type) == name);
+    CHECK(a.grad().to_vector<float>() == std::vector<float>{1, 2, 0, 3, 0, 0, 0, 0, 4});
+
+    Tensor b = x_shared.to(d).clone().requires_grad_();
+    max_pool2d(b, 2, 1).backward(g.to(d));
+    CHECK(b.grad().to_vector<float>() == std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0});
+  });
+}
+
+TEST_CASE("pooling with padding: max ignores it, avg counts it as zeros", "[pool]") {
+  // 2x2 windows, stride 2, padding 1 on [[-1, -2], [-3, -4]]: each window holds one real element, and a
+  // padding zero would win every max.
+  const Tensor x = from_vector({-1, -2, -3, -4}, {1, 1, 2, 2});
+  for_each_kernel("max_pool2d", [&](Device d, const std::string& name) {
+    CHECK(max_pool2d(x.to(d), 2, 2, 1).to_vector<float>() == std::vector<float>{-1, -2, -3, -4});
+    CHECK(last_kernel("max_pool2d", d.type) == name);
+  });
+  for_each_kernel("avg_pool2d", [&](Device d, const std::string& name) {
+    Tensor a = x.to(d).clone().requires_grad_();
+    Tensor y = avg_pool2d(a, 2, 2, 1);
+    CHECK(last_kernel("avg_pool2d", d.type) == name);
+    CHECK(y.to_vector<float>() == std::vector<float>{-0.25f, -0.5f, -0.75f, -1.0f});
+    y.backward(from_vector({1, 2, 3, 4}, {1, 1, 2, 2}).to(d));
+    CHECK(a.grad().to_vector<float>() == std::vector<float>{0.25f, 0.5f, 0.75f, 1.0f});
+  });
+}
+
+TEST_CASE("pooling gradients (float64 finite differences, every CPU kernel)", "[pool][gradcheck]") {
+  SelectionReset reset;
+  auto leaf = [](const Shape& s) { return uniform(s, -1, 1).requires_grad_(); };
+  const std::vector<Pool2dParams> settings = {pool_params(2, 2, 2, 2, 0, 0), pool_params(3, 3, 2, 2, 1, 1),
+                                              pool_params(3, 2, 1, 2, 1, 0)};
+  for (const std::string& op : {"max_pool2d", "avg_pool2d"})
+    for (const std::string& name : kernels_for(op, DeviceType::cpu)) {
+      select_kernel(op, DeviceType::cpu, name);
+      for (const Pool2dParams& p : settings) {
+        INFO(op << " kernel " << name << " window " << p.kernel_h << "x" << p.kernel_w << " stride " << p.stride_h
+                << "x" << p.stride_w << " pad " << p.pad_h << "x" << p.pad_w);
+        auto f = [op, p](const std::vector<Tensor>& in) {
+          return op == "max_pool2d" ? max_pool2d(in[0], p) : avg_pool2d(in[0], p);
+        };
+        CHECK(gradcheck(f, {leaf({2, 2, 7, 6})}) == "");
+        CHECK(last_kernel(op + ".backward", DeviceType::cpu) == name);
+      }
+    }
+}
+
+TEST_CASE("pooling errors name the op and the shapes", "[pool][errors]") {
+  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), 3, 1, 2),
+                    "max_pool2d: padding 2 along height must be between 0 and half the window (3)");
+  CHECK_THROWS_WITH(avg_pool2d(zeros({1, 1, 2, 2}), 3),
+                    "avg_pool2d: the window (3) is larger than the padded input along height (2) for input [1,1,2,2]");
+  CHECK_THROWS_WITH(max_pool2d(zeros({4, 4}), 2), Catch::Contains("max_pool2d: expected a 4-D tensor [N, C, H, W]"));
+  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), 0),
+                    Catch::Contains("max_pool2d: the window and stride must be positive"));
+  CHECK_THROWS_WITH(avg_pool2d(zeros({1, 1, 4, 4}, DType::int64), 2),
+                    Catch::Contains("avg_pool2d: needs a float32 or float64"));
+}
