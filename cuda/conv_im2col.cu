@@ -16,6 +16,7 @@
 // (otherwise a small [O, C*KH*KW] output would occupy a handful of blocks), then adds them up.
 // float32 only (the GEMM is float32). Accumulation convention: outputs are overwritten (=).
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <initializer_list>
 
@@ -36,8 +37,8 @@ constexpr int kBlock = 256;
 struct ConvGeometry {
   int64_t N, C, H, W, O, KH, KW, OH, OW;
   int sh, sw, ph, pw;
-  __host__ __device__ int64_t ckk() const { return C * KH * KW; }
-  __host__ __device__ int64_t ohw() const { return OH * OW; }
+  int64_t ckk() const { return C * KH * KW; }
+  int64_t ohw() const { return OH * OW; }
   // 1x1, stride 1, no padding: the columns of a sample are the sample itself.
   bool columns_are_input() const { return KH == 1 && KW == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0; }
 };
@@ -60,59 +61,76 @@ ConvGeometry geometry(const Tensor& x_like, const Tensor& w_like, const Tensor& 
   return g;
 }
 
+// The sizes of ConvGeometry in the index type I of a kernel: int32_t when every index of the call
+// fits (integer division, several per element here, is much cheaper on 32 bits), else int64_t.
+template <class I>
+struct Sizes {
+  I C, H, W, KH, KW, OH, OW, sh, sw, ph, pw;
+  explicit Sizes(const ConvGeometry& g)
+      : C(I(g.C)), H(I(g.H)), W(I(g.W)), KH(I(g.KH)), KW(I(g.KW)), OH(I(g.OH)), OW(I(g.OW)), sh(I(g.sh)),
+        sw(I(g.sw)), ph(I(g.ph)), pw(I(g.pw)) {}
+};
+
+// Calls launch(I{}) with I = int32_t when indices up to `largest` fit in it comfortably.
+template <class Launch>
+void with_index_type(int64_t largest, Launch launch) {
+  if (largest < INT32_MAX / 2)
+    launch(int32_t{0});
+  else
+    launch(int64_t{0});
+}
+
 // cols[b, (c*KH + i)*KW + j, p*OW + q] = x[b, c, p*sh - ph + i, q*sw - pw + j] (0 in the padding) for
-// the `count` samples starting at x. Consecutive threads take consecutive q: the writes are coalesced.
-__global__ void im2col_kernel(const float* __restrict__ x, float* __restrict__ cols, ConvGeometry g, int64_t count) {
-  const int64_t total = count * g.ckk() * g.ohw();
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t t = idx;
-    const int64_t q = t % g.OW;
+// the `total` / (C*KH*KW*OH*OW) samples starting at x. Consecutive threads take consecutive q: the
+// writes are coalesced.
+template <class I>
+__global__ void im2col_kernel(const float* __restrict__ x, float* __restrict__ cols, Sizes<I> g, int64_t total) {
+  for (int64_t at = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; at < total;
+       at += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    I t = static_cast<I>(at);
+    const I q = t % g.OW;
     t /= g.OW;
-    const int64_t p = t % g.OH;
+    const I p = t % g.OH;
     t /= g.OH;
-    const int64_t j = t % g.KW;
+    const I j = t % g.KW;
     t /= g.KW;
-    const int64_t i = t % g.KH;
-    t /= g.KH;
-    const int64_t c = t % g.C;
-    const int64_t b = t / g.C;
-    const int64_t h = p * g.sh - g.ph + i, w = q * g.sw - g.pw + j;
-    cols[idx] = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? x[((b * g.C + c) * g.H + h) * g.W + w] : 0.0f;
+    const I i = t % g.KH;
+    t /= g.KH;  // t = b * C + c
+    const I h = p * g.sh - g.ph + i, w = q * g.sw - g.pw + j;
+    cols[at] = (h >= 0 && h < g.H && w >= 0 && w < g.W) ? x[(t * g.H + h) * g.W + w] : 0.0f;
   }
 }
 
 // grad_x[b, c, h, w] = sum over (i, j) and the output position (p, q) whose window reads (h, w) at
 // offset (i, j) — h = p*sh - ph + i, w = q*sw - pw + j — of dcols[b, (c*KH + i)*KW + j, p*OW + q].
 // One thread per input element gathers its terms, so nothing is written twice and no atomics are needed.
-__global__ void col2im_kernel(const float* __restrict__ dcols, float* __restrict__ grad_x, ConvGeometry g,
-                              int64_t count) {
-  const int64_t total = count * g.C * g.H * g.W;
-  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    int64_t t = idx;
-    const int64_t w = t % g.W;
+template <class I>
+__global__ void col2im_kernel(const float* __restrict__ dcols, float* __restrict__ grad_x, Sizes<I> g,
+                              int64_t total) {
+  const I ohw = g.OH * g.OW;
+  for (int64_t at = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; at < total;
+       at += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    I t = static_cast<I>(at);
+    const I w = t % g.W;
     t /= g.W;
-    const int64_t h = t % g.H;
-    t /= g.H;
-    const int64_t c = t % g.C;
-    const int64_t b = t / g.C;
-    const float* col_base = dcols + (b * g.C + c) * g.KH * g.KW * g.ohw();
+    const I h = t % g.H;
+    t /= g.H;  // t = b * C + c
+    const float* col_base = dcols + t * g.KH * g.KW * ohw;
     float acc = 0.0f;
-    for (int64_t i = 0; i < g.KH; ++i) {
-      const int64_t hp = h + g.ph - i;  // = p * sh for the output row p that reads h at offset i
+    for (I i = 0; i < g.KH; ++i) {
+      const I hp = h + g.ph - i;  // = p * sh for the output row p that reads h at offset i
       if (hp < 0 || hp % g.sh != 0) continue;
-      const int64_t p = hp / g.sh;
+      const I p = hp / g.sh;
       if (p >= g.OH) continue;
-      for (int64_t j = 0; j < g.KW; ++j) {
-        const int64_t wq = w + g.pw - j;
+      for (I j = 0; j < g.KW; ++j) {
+        const I wq = w + g.pw - j;
         if (wq < 0 || wq % g.sw != 0) continue;
-        const int64_t q = wq / g.sw;
+        const I q = wq / g.sw;
         if (q >= g.OW) continue;
-        acc += col_base[(i * g.KW + j) * g.ohw() + p * g.OW + q];
+        acc += col_base[(i * g.KW + j) * ohw + p * g.OW + q];
       }
     }
-    grad_x[idx] = acc;
+    grad_x[at] = acc;
   }
 }
 
@@ -130,7 +148,20 @@ __global__ void sum_parts_kernel(const float* __restrict__ partial, float* __res
 void im2col(const float* x, float* cols, const ConvGeometry& g, int64_t count, cudaStream_t s) {
   const int64_t total = count * g.ckk() * g.ohw();
   if (total == 0) return;
-  im2col_kernel<<<cuda::grid_for(total, kBlock), kBlock, 0, s>>>(x, cols, g, count);
+  with_index_type(std::max(total, count * g.C * g.H * g.W), [&](auto zero) {
+    using I = decltype(zero);
+    im2col_kernel<I><<<cuda::grid_for(total, kBlock), kBlock, 0, s>>>(x, cols, Sizes<I>(g), total);
+  });
+  MINIDL_LAUNCH_CHECK();
+}
+
+void col2im(const float* dcols, float* grad_x, const ConvGeometry& g, int64_t count, cudaStream_t s) {
+  const int64_t total = count * g.C * g.H * g.W;
+  if (total == 0) return;
+  with_index_type(std::max(total, count * g.ckk() * g.ohw()), [&](auto zero) {
+    using I = decltype(zero);
+    col2im_kernel<I><<<cuda::grid_for(total, kBlock), kBlock, 0, s>>>(dcols, grad_x, Sizes<I>(g), total);
+  });
   MINIDL_LAUNCH_CHECK();
 }
 
@@ -214,10 +245,7 @@ bool conv2d_backward_input_im2col_gemm(const Tensor& grad_y, const Tensor& w, Te
     gemm.stride_c = g.ckk() * g.ohw();
     gemm.batch = count;
     if (!cuda::gemm_register_blocked(gemm, device)) return false;
-    if (g.columns_are_input()) continue;
-    const int64_t total = count * g.C * g.H * g.W;
-    col2im_kernel<<<cuda::grid_for(total, kBlock), kBlock, 0, s>>>(dcols.data<float>(), gx, g, count);
-    MINIDL_LAUNCH_CHECK();
+    if (!g.columns_are_input()) col2im(dcols.data<float>(), gx, g, count, s);
   }
   return true;
 }
@@ -235,10 +263,10 @@ bool conv2d_backward_weight_im2col_gemm(const Tensor& x, const Tensor& grad_y, T
     MINIDL_CUDA_CHECK(cudaMemsetAsync(grad_w.data<float>(), 0, wsize * sizeof(float), s));
     return true;
   }
-  // Split the batch into groups of `group` samples, one partial grad_W each, so that about two blocks
-  // per multiprocessor run even when grad_W itself is only a few 64x64 tiles.
+  // Split the batch into groups of `group` samples, one partial grad_W each, so that about eight
+  // 64x64-tile blocks (of 64 threads) per multiprocessor run even when grad_W itself is only a few tiles.
   const int64_t tiles = ((g.O + 63) / 64) * ((g.ckk() + 63) / 64);
-  const int64_t want_parts = std::max<int64_t>(1, 2 * cuda::properties(device).multiProcessorCount / tiles);
+  const int64_t want_parts = std::max<int64_t>(1, 8 * cuda::properties(device).multiProcessorCount / tiles);
   int64_t group = (g.N + std::min(want_parts, g.N) - 1) / std::min(want_parts, g.N);
   int64_t chunk = chunk_samples(g);
   if (chunk < group)

@@ -206,9 +206,13 @@ inline bool gemm_register_blocked(GemmBatch g, int device) {
   g.vec_b = gemm_detail::rows_aligned(g.B, g.ldb, g.stride_b);
   g.vec_c = gemm_detail::rows_aligned(g.C, g.ldc, g.stride_c);
   // Big tiles reuse each loaded element more, but only pay when there are enough of them to give
-  // every multiprocessor a block; otherwise 64 x 64 tiles spread the work wider.
+  // every multiprocessor a block, and when they do not waste much more of their area on the ragged
+  // edges than 64 x 64 tiles (M = 64 would leave half of every 128-row tile idle); otherwise 64 x 64
+  // tiles spread the work wider.
   const int64_t big_tiles = ((g.M + 127) / 128) * ((g.N + 127) / 128) * outputs;
-  if (big_tiles >= properties(device).multiProcessorCount)
+  const int64_t area_128 = ((g.M + 127) / 128 * 128) * ((g.N + 127) / 128 * 128);
+  const int64_t area_64 = ((g.M + 63) / 64 * 64) * ((g.N + 63) / 64 * 64);
+  if (big_tiles >= properties(device).multiProcessorCount && area_128 * 8 <= area_64 * 9)
     gemm_detail::launch<128, 128>(g, outputs, stream(device));
   else
     gemm_detail::launch<64, 64>(g, outputs, stream(device));

@@ -62,11 +62,13 @@ int64_t out_size(int64_t in, int k, int s, int pad) { return (in + 2 * pad - k) 
 struct MatmulCase {
   int64_t batch, M, N, K;
 };
-// Odd sizes (ragged tiles, unaligned rows), aligned sizes (float4 paths), K = 1, N = 1, and a batch
-// large enough (160 tiles of 128x128) to take v3's big-tile path.
-const std::vector<MatmulCase> kMatmulCases = {{1, 1, 1, 1},       {1, 7, 33, 129},   {2, 33, 7, 1},
-                                              {3, 129, 65, 33},   {1, 64, 64, 64},   {2, 100, 260, 72},
-                                              {1, 1, 300, 17},    {40, 130, 131, 36}, {1, 257, 1, 40}};
+// Odd sizes (ragged tiles, unaligned rows), aligned sizes (float4 paths), K = 1, N = 1, and batches
+// with enough tiles for every multiprocessor: [33, 256, 250] takes v3's 128x128 path on a GPU of up
+// to 132 multiprocessors; [40, 130, 131] stays on 64x64 tiles (128x128 ones would be half empty).
+const std::vector<MatmulCase> kMatmulCases = {{1, 1, 1, 1},      {1, 7, 33, 129},    {2, 33, 7, 1},
+                                              {3, 129, 65, 33},  {1, 64, 64, 64},    {2, 100, 260, 72},
+                                              {1, 1, 300, 17},   {40, 130, 131, 36}, {1, 257, 1, 40},
+                                              {33, 256, 250, 20}};
 
 struct ConvCase {
   Shape x, w;
@@ -82,7 +84,8 @@ Conv2dParams conv_params(int sh, int sw, int ph, int pw) {
 }
 // Strides 1/2/3, paddings 0/1/2, square and non-square kernels, 1 and more than 32 channels, the 1x1
 // shortcut of im2col_gemm (stride 1, no padding), a strided 1x1 that must not take it, and batches
-// that make im2col_gemm's weight gradient split the batch (one sample per group, then two).
+// that make im2col_gemm's weight gradient split the batch (one sample per group, then three on a GPU
+// of 132 multiprocessors).
 const std::vector<ConvCase> kConvCases = {
     {{1, 1, 1, 1}, {1, 1, 1, 1}, conv_params(1, 1, 0, 0)},
     {{2, 3, 7, 9}, {4, 3, 3, 3}, conv_params(1, 1, 1, 1)},
@@ -94,7 +97,7 @@ const std::vector<ConvCase> kConvCases = {
     {{4, 16, 16, 16}, {32, 16, 3, 3}, conv_params(1, 1, 1, 1)},
     {{2, 3, 33, 17}, {5, 3, 4, 2}, conv_params(3, 2, 0, 1)},
     {{33, 1, 12, 12}, {7, 1, 5, 5}, conv_params(1, 1, 0, 0)},
-    {{33, 20, 6, 6}, {130, 20, 4, 4}, conv_params(1, 1, 1, 1)},  // weight gradient: groups of 2 samples
+    {{33, 64, 5, 7}, {130, 64, 5, 5}, conv_params(1, 2, 0, 1)},  // im2col_gemm weight gradient: groups of 3
 };
 
 Shape conv_out_shape(const ConvCase& c) {
