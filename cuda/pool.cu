@@ -270,11 +270,10 @@ bool avg_pool2d_backward_v1(const Tensor& grad_y, Tensor& grad_x, const Pool2dPa
 // ---------------------------------------------------------------- cudnn
 // cudnnPoolingForward / cudnnPoolingBackward with CUDNN_POOLING_MAX_DETERMINISTIC and
 // CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING (divide by KH*KW, our rule), float32, NCHW.
-// Max pooling ties: cuDNN documents that one maximal position receives the window's gradient but not
-// which one; ours is the first in row-major window order. The two agree on inputs without ties inside
-// a window (continuous data); with ties (e.g. after a relu, many zeros) they may send the gradient to
-// different, equally valid positions. The [cuda] tests report which way cuDNN goes. Also unverified
-// until run: that cuDNN treats max-pooling padding as -infinity, as we do (the tests cover padding).
+// Max pooling ties: cuDNN does not document which maximal position of a window receives its
+// gradient; the contract says the first in row-major window order. On cuDNN 9.14 (H200) the [cuda]
+// tie test, on inputs of three distinct values (ties everywhere), found cuDNN agreeing with that
+// rule, and padding treated as -infinity like ours; being undocumented, the test keeps reporting it.
 using cuda::CudnnPoolDesc;
 using cuda::CudnnTensorDesc;
 
@@ -356,8 +355,9 @@ bool avg_pool2d_backward_cudnn(const Tensor& grad_y, Tensor& grad_x, const Pool2
 }  // namespace
 
 void register_pool_kernels_cuda() {
-  // Max pooling: our kernels are the default because they implement the contract's tie rule exactly
-  // (and pooling is memory-bound, where cuDNN has little to gain); cuDNN's tie rule is unverified.
+  // Max pooling: our kernels are the default because they implement the contract's tie rule by
+  // construction, where cuDNN's is undocumented; they ran as fast as cuDNN's on an H200 (memory-bound).
+  // Average pooling: cuDNN's backward was faster, so it is the default there.
   register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "v1_direct", 20,
                                 "one thread per output scanning its window (f32, f64)", max_pool2d_v1);
   register_kernel<MaxPool2dBackwardKernel>(
@@ -374,7 +374,7 @@ void register_pool_kernels_cuda() {
                                 "cudnnPoolingForward, MAX_DETERMINISTIC (f32)", max_pool2d_cudnn);
   register_kernel<MaxPool2dBackwardKernel>(
       "max_pool2d.backward", DeviceType::cuda, "cudnn", 10,
-      "cudnnPoolingBackward, MAX_DETERMINISTIC; tie rule may differ from first-max (f32)", max_pool2d_backward_cudnn);
+      "cudnnPoolingBackward, MAX_DETERMINISTIC; tie rule undocumented (first-max in tests) (f32)", max_pool2d_backward_cudnn);
   register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cuda, "cudnn", 20,
                                 "cudnnPoolingForward, AVERAGE_COUNT_INCLUDE_PADDING (f32)", avg_pool2d_cudnn);
   register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cuda, "cudnn", 20,
