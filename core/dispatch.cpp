@@ -1,6 +1,7 @@
 #include "core/dispatch.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -8,6 +9,8 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+
+#include "core/backend.h"
 
 namespace minidl {
 
@@ -23,7 +26,13 @@ struct KernelRegistry::Impl {
   std::map<std::pair<std::string, int>, std::string> last;
   std::set<std::pair<std::string, int>> logged;
   int log_level = 0;
+  bool profile = false;
+  std::map<std::string, ProfileRow> timings;  // "key device name" -> totals
 };
+
+namespace {
+void print_profile();
+}
 
 KernelRegistry& KernelRegistry::raw() {
   static KernelRegistry registry;
@@ -39,6 +48,8 @@ KernelRegistry::Impl& KernelRegistry::impl() const {
   static Impl* state = [] {
     auto* s = new Impl();
     if (const char* v = std::getenv("MINIDL_LOG_DISPATCH")) s->log_level = std::atoi(v);
+    if (const char* v = std::getenv("MINIDL_PROFILE")) s->profile = std::atoi(v) > 0;
+    if (s->profile) std::atexit(print_profile);
     return s;
   }();
   return *state;
@@ -164,6 +175,48 @@ void KernelRegistry::note_declined(const KernelInfo& k) {
     std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel\n", k.key.c_str(),
                  device_type_name(k.device), k.name.c_str());
 }
+
+bool KernelRegistry::profiling() const { return impl().profile; }
+
+void KernelRegistry::note_time(const KernelInfo& k, double seconds) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const std::string id = k.key + " " + device_type_name(k.device) + " " + k.name;
+  auto& t = s.timings[id];
+  t.kernel = id;
+  t.seconds += seconds;
+  t.calls += 1;
+}
+
+std::vector<KernelRegistry::ProfileRow> KernelRegistry::profile_rows() const {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<ProfileRow> rows;
+  for (const auto& entry : s.timings) rows.push_back(entry.second);
+  return rows;
+}
+
+double profile_clock(Device device) {
+  if (!device.is_cpu()) backend_for(device.type).synchronize(device.index);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+// The MINIDL_PROFILE table: kernels by total time, with their share.
+void print_profile() {
+  std::vector<KernelRegistry::ProfileRow> rows = KernelRegistry::instance().profile_rows();
+  double total = 0;
+  for (const auto& r : rows) total += r.seconds;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
+  std::fprintf(stderr, "\n[minidl profile] %-44s %10s %10s %7s %s\n", "kernel (key device name)", "calls",
+               "total ms", "share", "ms/call");
+  for (const auto& t : rows)
+    std::fprintf(stderr, "[minidl profile] %-44s %10lld %10.1f %6.1f%% %.4f\n", t.kernel.c_str(),
+                 static_cast<long long>(t.calls), t.seconds * 1e3, total > 0 ? 100 * t.seconds / total : 0.0,
+                 t.seconds * 1e3 / t.calls);
+  std::fprintf(stderr, "[minidl profile] %-44s %10s %10.1f\n", "all kernels", "", total * 1e3);
+}
+}  // namespace
 
 void select_kernel(const std::string& op, DeviceType device, const std::string& name) {
   KernelRegistry::instance().select(op, device, name);

@@ -17,6 +17,9 @@
 //   - programs:    --kernel matmul=naive   (calls select_kernels_from_spec)
 // Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key the first time it runs;
 // MINIDL_LOG_DISPATCH=2 prints every call.
+// Profiling: MINIDL_PROFILE=1 times every kernel call on the host and prints a table at exit. CPU
+// kernels are timed exactly; on a GPU the launch is asynchronous, so MINIDL_PROFILE=1 also synchronises
+// the device after each call (slower, but the times are then the kernels' own).
 #pragma once
 #include <functional>
 #include <string>
@@ -67,12 +70,24 @@ class KernelRegistry {
   std::string last_used(const std::string& key, DeviceType device) const;
   void note_used(const KernelInfo& k);
   void note_declined(const KernelInfo& k);
+  // MINIDL_PROFILE: whether to time calls, and where the times go.
+  bool profiling() const;
+  void note_time(const KernelInfo& k, double seconds);
+  struct ProfileRow {
+    std::string kernel;  // "key device name"
+    double seconds = 0;
+    int64_t calls = 0;
+  };
+  std::vector<ProfileRow> profile_rows() const;
 
  private:
   KernelRegistry() = default;
   struct Impl;
   Impl& impl() const;
 };
+
+// Seconds on a monotonic clock, after waiting for `device` to finish its queued work (for MINIDL_PROFILE).
+double profile_clock(Device device);
 
 // Registers `fn` under `key` for `device`. Fn is a function type, e.g. bool(const Tensor&, Tensor&).
 template <class Fn>
@@ -95,11 +110,14 @@ template <class Fn, class... Args>
 void dispatch(const std::string& key, Device device, Args&&... args) {
   KernelRegistry& registry = KernelRegistry::instance();
   const std::vector<const KernelInfo*>& kernels = registry.candidates(key, device.type);
+  const bool profiling = registry.profiling();
   for (const KernelInfo* k : kernels) {
     MINIDL_CHECK(k->signature == typeid(Fn), "dispatch: kernel '", k->name, "' of '", key,
                  "' was registered with another signature");
     Fn* fn = reinterpret_cast<Fn*>(k->fn);
-    if (fn(std::forward<Args>(args)...)) {
+    const double start = profiling ? profile_clock(device) : 0.0;
+    if (fn(args...)) {
+      if (profiling) registry.note_time(*k, profile_clock(device) - start);
       registry.note_used(*k);
       return;
     }

@@ -55,8 +55,8 @@ MINIDL_HOST_DEVICE double philox_normal(uint64_t seed, uint64_t index) {
   const Philox4 r = philox4x32_10(index, seed);
   const double u1 = (static_cast<double>(r.v[0]) + 1.0) * (1.0 / 4294967296.0);  // (0, 1]
   const double u2 = static_cast<double>(r.v[1]) * (1.0 / 4294967296.0);          // [0, 1)
-  const double radius = sqrt(-2.0 * log(u1));
-  return radius * cos(6.283185307179586 * u2);
+  const double radius = std::sqrt(-2.0 * std::log(u1));
+  return radius * std::cos(6.283185307179586 * u2);
 }
 
 }  // namespace minidl

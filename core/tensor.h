@@ -114,6 +114,9 @@ class Tensor {
   Tensor squeeze(int dim) const;
   Tensor contiguous() const;  // this tensor if already contiguous
   Tensor clone() const;
+
+  // ---- conversions (core/tensor.cpp). NOT recorded by autograd: the result is a new leaf without
+  // requires_grad (move data and parameters before building a graph; nn::Module::to keeps the flags).
   Tensor to(Device device) const;  // this tensor if already there
   Tensor to(DType dtype) const;
 

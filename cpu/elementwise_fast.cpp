@@ -1,10 +1,11 @@
 // cpu/elementwise_fast.cpp — elementwise kernels for speed: tight loops the compiler vectorises, split
 // across threads with OpenMP when the tensor is large enough to pay for waking them.
 //
-// Layout handling: the output (contiguous) is seen as [rows, cols] with cols = its last dimension. For
-// each row the inputs' start offsets are computed once (cpu/strided.h), then the inner loop walks the
-// last dimension with each input's own stride (1 for packed data, 0 for a broadcast). When every input
-// is packed and unbroadcast the whole tensor is one flat loop.
+// Layout handling: dimensions that all tensors walk alike are merged first (coalesce_dims), then the
+// output (contiguous) is seen as [rows, cols] with cols = the last merged dimension. For each row the
+// inputs' start offsets are computed once (cpu/strided.h), then the inner loop walks the row with each
+// input's own stride (1 for packed data, 0 for a broadcast; both special-cased so they vectorise). When
+// every input is packed and unbroadcast the whole tensor is one flat loop.
 // Accumulation convention: outputs are overwritten (=).
 #include "cpu/register.h"
 #include "cpu/strided.h"
@@ -18,8 +19,25 @@ namespace {
 // Below this many elements a single thread is faster than waking the pool.
 constexpr int64_t kParallelThreshold = 1 << 15;
 
-int64_t last_dim(const Tensor& t) { return t.dim() == 0 ? 1 : t.shape().back(); }
-int64_t last_stride(const Tensor& t) { return t.dim() == 0 ? 1 : t.strides().back(); }
+// A tensor's layout after merging dims with the output's: per-row start offsets and the inner stride.
+struct RowLayout {
+  Shape shape;
+  std::vector<Shape> strides;  // one list per input
+  int64_t cols = 1, rows = 0;
+};
+
+RowLayout row_layout(const Tensor& out, std::vector<const Tensor*> inputs) {
+  RowLayout L;
+  L.shape = out.shape();
+  Shape out_strides = contiguous_strides(L.shape);
+  for (const Tensor* t : inputs) L.strides.push_back(t->strides());
+  std::vector<Shape*> all{&out_strides};
+  for (Shape& s : L.strides) all.push_back(&s);
+  coalesce_dims(L.shape, all);
+  L.cols = L.shape.empty() ? 1 : L.shape.back();
+  L.rows = L.cols == 0 ? 0 : out.numel() / L.cols;
+  return L;
+}
 
 template <class F, class T>
 void unary_loop(const Tensor& x, Tensor& out, F f) {
@@ -31,10 +49,11 @@ void unary_loop(const Tensor& x, Tensor& out, F f) {
     for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
     return;
   }
-  const int64_t cols = last_dim(out), rows = cols == 0 ? 0 : n / cols, sx = last_stride(x);
-  const StridedIndex xi(x);
+  const RowLayout L = row_layout(out, {&x});
+  const int64_t cols = L.cols, sx = L.strides[0].empty() ? 1 : L.strides[0].back();
+  const StridedIndex xi(L.shape, L.strides[0]);
 #pragma omp parallel for schedule(static) if (n > kParallelThreshold)
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < L.rows; ++r) {
     const T* row = px + xi.offset(r * cols);
     T* orow = po + r * cols;
     for (int64_t j = 0; j < cols; ++j) orow[j] = f(row[j * sx]);
@@ -67,15 +86,24 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& out) {
     for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
     return;
   }
-  const int64_t cols = last_dim(out), rows = cols == 0 ? 0 : n / cols;
-  const int64_t sa = last_stride(a), sb = last_stride(b);
-  const StridedIndex ai(a), bi(b);
+  const RowLayout L = row_layout(out, {&a, &b});
+  const int64_t cols = L.cols;
+  const int64_t sa = L.strides[0].empty() ? 1 : L.strides[0].back();
+  const int64_t sb = L.strides[1].empty() ? 1 : L.strides[1].back();
+  const StridedIndex ai(L.shape, L.strides[0]), bi(L.shape, L.strides[1]);
 #pragma omp parallel for schedule(static) if (n > kParallelThreshold)
-  for (int64_t r = 0; r < rows; ++r) {
+  for (int64_t r = 0; r < L.rows; ++r) {
     const T* ra = pa + ai.offset(r * cols);
     const T* rb = pb + bi.offset(r * cols);
     T* ro = po + r * cols;
-    for (int64_t j = 0; j < cols; ++j) ro[j] = f(ra[j * sa], rb[j * sb]);
+    if (sa == 1 && sb == 0) {  // a row plus one broadcast value (bias over a plane)
+      const T vb = rb[0];
+      for (int64_t j = 0; j < cols; ++j) ro[j] = f(ra[j], vb);
+    } else if (sa == 1 && sb == 1) {
+      for (int64_t j = 0; j < cols; ++j) ro[j] = f(ra[j], rb[j]);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) ro[j] = f(ra[j * sa], rb[j * sb]);
+    }
   }
 }
 

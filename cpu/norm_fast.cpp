@@ -137,7 +137,7 @@ void register_norm_naive_cpu();  // cpu/norm_naive.cpp
 
 void register_norm_kernels_cpu() {
   register_norm_naive_cpu();
-  const char* d = "channels across OpenMP threads, simd plane loops, double statistics, one multiply-add per element";
+  const char* d = "channels across OpenMP threads, simd plane loops, double statistics, per-channel constants";
   const char* name = "channels_omp";
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, name, 10, d, batch_norm_fast);
   register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cpu, name, 10, d,

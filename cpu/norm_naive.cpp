@@ -31,6 +31,8 @@ bool batch_norm_naive(const Tensor& x, const Tensor& gamma, const Tensor& beta, 
     const T* pg = gamma.data<T>();
     const T* pb = beta.data<T>();
     T* py = y.data<T>();
+    T* pmean = save_mean.data<T>();
+    T* pinvstd = save_invstd.data<T>();
     for (int64_t c = 0; c < channels; ++c) {
       double total = 0;
       for (int64_t n = 0; n < batch; ++n)
@@ -48,8 +50,8 @@ bool batch_norm_naive(const Tensor& x, const Tensor& gamma, const Tensor& beta, 
           const int64_t i = at(n, c, s, channels, spatial);
           py[i] = static_cast<T>((px[i] - mean) * invstd * pg[c] + pb[c]);
         }
-      save_mean.data<T>()[c] = static_cast<T>(mean);
-      save_invstd.data<T>()[c] = static_cast<T>(invstd);
+      pmean[c] = static_cast<T>(mean);
+      pinvstd[c] = static_cast<T>(invstd);
     }
   });
 }
@@ -83,9 +85,13 @@ bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tens
     const T* px = x.data<T>();
     const T* pgy = grad_y.data<T>();
     const T* pg = gamma.data<T>();
+    const T* pmean = save_mean.data<T>();
+    const T* pinvstd = save_invstd.data<T>();
     T* pgx = grad_x.data<T>();
+    T* pgg = grad_gamma.data<T>();
+    T* pgb = grad_beta.data<T>();
     for (int64_t c = 0; c < channels; ++c) {
-      const double mean = save_mean.data<T>()[c], invstd = save_invstd.data<T>()[c];
+      const double mean = pmean[c], invstd = pinvstd[c];
       double sum_g = 0, sum_g_xhat = 0;
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t s = 0; s < spatial; ++s) {
@@ -100,8 +106,8 @@ bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tens
           const double xhat = (px[i] - mean) * invstd;
           pgx[i] = static_cast<T>(scale * (count * pgy[i] - sum_g - xhat * sum_g_xhat));
         }
-      grad_gamma.data<T>()[c] = static_cast<T>(sum_g_xhat);
-      grad_beta.data<T>()[c] = static_cast<T>(sum_g);
+      pgg[c] = static_cast<T>(sum_g_xhat);
+      pgb[c] = static_cast<T>(sum_g);
     }
   });
 }

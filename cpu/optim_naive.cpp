@@ -27,7 +27,8 @@ bool sgd_step_naive(std::vector<Tensor>& params, const std::vector<Tensor>& grad
     float* p = params[k].data<float>();
     const float* g = grads[k].data<float>();
     float* b = use_momentum ? momentum_buffers[k].data<float>() : nullptr;
-    for (int64_t i = 0; i < params[k].numel(); ++i) {
+    const int64_t n = params[k].numel();
+    for (int64_t i = 0; i < n; ++i) {
       const double decayed = g[i] + h.weight_decay * p[i];
       double direction = decayed;
       if (use_momentum) {
@@ -50,7 +51,8 @@ bool adam_step_naive(std::vector<Tensor>& params, const std::vector<Tensor>& gra
     const float* g = grads[k].data<float>();
     float* pm = m[k].data<float>();
     float* pv = v[k].data<float>();
-    for (int64_t i = 0; i < params[k].numel(); ++i) {
+    const int64_t n = params[k].numel();
+    for (int64_t i = 0; i < n; ++i) {
       double param = p[i], grad = g[i];
       if (h.decoupled_weight_decay)
         param -= h.lr * h.weight_decay * param;

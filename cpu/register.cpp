@@ -18,6 +18,7 @@ void register_cpu_kernels() {
   register_conv_im2col_cpu();
   register_pool_naive_cpu();
   register_pool_planes_cpu();
+  register_ctc_kernels_cpu();
 }
 
 }  // namespace minidl

@@ -15,6 +15,7 @@ struct StridedIndex {
   Shape shape, strides;
 
   explicit StridedIndex(const Tensor& t) : shape(t.shape()), strides(t.strides()) {}
+  StridedIndex(Shape shape_, Shape strides_) : shape(std::move(shape_)), strides(std::move(strides_)) {}
 
   int64_t offset(int64_t linear) const {
     int64_t off = 0;
@@ -26,6 +27,30 @@ struct StridedIndex {
     return off;
   }
 };
+
+// Merges neighbouring dimensions that every tensor walks as one: dims i and i+1 merge when, for each
+// stride list, strides[i] == strides[i+1] * shape[i+1] (e.g. a [N, C, H, W] bias broadcast [0, 1, 0, 0]
+// becomes [N, C, H*W] with strides [0, 1, 0]). Fewer dims mean longer inner loops and cheaper offsets.
+inline void coalesce_dims(Shape& shape, std::vector<Shape*> strides) {
+  if (shape.empty()) return;
+  Shape merged_shape{shape[0]};
+  std::vector<Shape> merged(strides.size());
+  for (size_t t = 0; t < strides.size(); ++t) merged[t] = {(*strides[t])[0]};
+  for (size_t i = 1; i < shape.size(); ++i) {
+    bool can_merge = true;
+    for (size_t t = 0; t < strides.size(); ++t)
+      if (merged[t].back() != (*strides[t])[i] * shape[i]) can_merge = false;
+    if (can_merge) {
+      merged_shape.back() *= shape[i];
+      for (size_t t = 0; t < strides.size(); ++t) merged[t].back() = (*strides[t])[i];
+    } else {
+      merged_shape.push_back(shape[i]);
+      for (size_t t = 0; t < strides.size(); ++t) merged[t].push_back((*strides[t])[i]);
+    }
+  }
+  shape = merged_shape;
+  for (size_t t = 0; t < strides.size(); ++t) *strides[t] = merged[t];
+}
 
 // Calls f(T* element) for every element of a contiguous-or-not tensor, in row-major order.
 template <class T, class F>

@@ -126,6 +126,8 @@ Tensor pow_scalar(const Tensor& x, double p) {
   Tensor out = unary_scalar("pow_scalar", x, p);
   if (needs_grad({x}))
     attach_grad_fn(out, "PowScalarBackward", {x}, [x = x.detach(), p](const Tensor& g) {
+      // x^0 is constant: without this, 0 * x^-1 would give NaN at x = 0.
+      if (p == 0) return grads{zeros_like(g)};
       return grads{mul(g, mul_scalar(pow_scalar(x, p - 1), p))};
     });
   return out;

@@ -12,24 +12,24 @@ namespace fn {
 
 // ---- unary: y = f(x)
 struct Neg     { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return -x; } };
-struct Exp     { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return exp(x); } };
-struct Log     { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return log(x); } };
-struct Sqrt    { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return sqrt(x); } };
+struct Exp     { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return std::exp(x); } };
+struct Log     { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return std::log(x); } };
+struct Sqrt    { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return std::sqrt(x); } };
 struct Relu    { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return x > T(0) ? x : T(0); } };
 // sigmoid(x) = 1 / (1 + e^-x), written so that neither branch overflows.
 struct Sigmoid {
   template <class T> MINIDL_HOST_DEVICE T operator()(T x) const {
-    if (x >= T(0)) return T(1) / (T(1) + exp(-x));
-    const T e = exp(x);
+    if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
+    const T e = std::exp(x);
     return e / (T(1) + e);
   }
 };
-struct Tanh    { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return tanh(x); } };
+struct Tanh    { template <class T> MINIDL_HOST_DEVICE T operator()(T x) const { return std::tanh(x); } };
 
 // ---- unary with a scalar: y = f(x, s)
 struct AddScalar { template <class T> MINIDL_HOST_DEVICE T operator()(T x, T s) const { return x + s; } };
 struct MulScalar { template <class T> MINIDL_HOST_DEVICE T operator()(T x, T s) const { return x * s; } };
-struct PowScalar { template <class T> MINIDL_HOST_DEVICE T operator()(T x, T s) const { return pow(x, s); } };
+struct PowScalar { template <class T> MINIDL_HOST_DEVICE T operator()(T x, T s) const { return std::pow(x, s); } };
 
 // ---- binary: y = f(a, b)
 struct Add { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a + b; } };

@@ -42,6 +42,8 @@ using FillKernel = bool(Tensor& dst, double value);
 
 // Key "dropout_mask": mask[i] = (u_i >= p) ? 1/(1-p) : 0, where u_i = philox_uniform(seed, offset + i)
 // (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).
+// Exactly as C++ evaluates it: the float u_i is compared with p as a double (not with float(p)), and
+// 1/(1-p) is computed in double, then rounded to the mask's dtype.
 using DropoutMaskKernel = bool(Tensor& mask, double p, uint64_t seed, uint64_t offset);
 
 // ---------------------------------------------------------------- reductions
@@ -154,5 +156,32 @@ struct AdamParams {
 };
 using AdamStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
                             std::vector<Tensor>& v, const AdamParams& h);
+
+// ---------------------------------------------------------------- CTC (connectionist temporal classification)
+// log_probs [T, N, C] (log-probabilities per time step; any values, normalised or not), targets [N, S]
+// int64 padded (row n uses its first target_lengths[n] entries, each in [0, C) and != blank),
+// input_lengths [N] and target_lengths [N] int64 (the front end has checked every range). With L = the
+// target length of a sample and l' = (blank, l_1, blank, l_2, ..., l_L, blank) its extended label of
+// length 2L+1, over its first input_lengths[n] = T_n time steps:
+//   alpha_0(0) = lp_0(blank),  alpha_0(1) = lp_0(l'_1),  alpha_0(s) = -inf otherwise
+//   alpha_t(s) = lp_t(l'_s) + logsumexp(alpha_{t-1}(s), alpha_{t-1}(s-1), alpha_{t-1}(s-2) [only when
+//                l'_s != blank and l'_s != l'_{s-2}: the skip over a blank between different labels])
+//   log p(l | x) = logsumexp(alpha_{T_n-1}(2L), alpha_{T_n-1}(2L-1))          (log p = [L == 0] ? 0 : -inf when T_n = 0)
+// Key "ctc_loss": nll[n] = -log p(l | x), or 0 where p = 0 and zero_infinity; log_alpha[n, t, s] =
+//   alpha_t(s) for t < T_n and s < 2L+1, -inf elsewhere.  nll [N], log_alpha [N, T, 2S+1].
+using CtcLossKernel = bool(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                           const Tensor& target_lengths, int64_t blank, bool zero_infinity, Tensor& nll,
+                           Tensor& log_alpha);
+// Key "ctc_loss.backward": grad_log_probs [T, N, C] = d(sum_n grad_nll[n] * nll[n]) / d log_probs, the
+// gradient with respect to the log-probabilities themselves (not to logits before a log_softmax):
+//   beta_{T_n-1}(2L) = lp(l'_{2L}),  beta_{T_n-1}(2L-1) = lp(l'_{2L-1}),  -inf otherwise
+//   beta_t(s) = lp_t(l'_s) + logsumexp(beta_{t+1}(s), beta_{t+1}(s+1), beta_{t+1}(s+2) [only when
+//               l'_{s+2} != blank and l'_{s+2} != l'_s])
+//   grad[t, n, k] = -grad_nll[n] * sum_{s : l'_s = k} exp(alpha_t(s) + beta_t(s) - lp_t(k) - log p)
+// (alpha and beta both include lp_t(l'_s), hence the one subtraction). Zero for t >= T_n. Where p = 0 the
+// gradient is 0 with zero_infinity and NaN without (as the loss is +inf).
+using CtcLossBackwardKernel = bool(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                                   const Tensor& target_lengths, const Tensor& log_alpha, const Tensor& grad_nll,
+                                   int64_t blank, bool zero_infinity, Tensor& grad_log_probs);
 
 }  // namespace minidl

@@ -106,8 +106,10 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
   dispatch<BatchNormInferenceKernel>("batch_norm.inference", x.device(), x3, g, b, mean_c, var_c, eps, y3);
   Tensor out = y3.view(x.shape());
   if (needs_grad({x, gamma, beta}))
+    // The statistics are cloned: a training step before this backward would update them in place.
     attach_grad_fn(out, "BatchNormInferenceBackward", {x, gamma, beta},
-                   [x3, g, mean_c, var_c, eps, shape = x.shape(), gamma_grad, beta_grad](const Tensor& grad) {
+                   [x3, g, mean_c = mean_c.clone(), var_c = var_c.clone(), eps, shape = x.shape(), gamma_grad,
+                    beta_grad](const Tensor& grad) {
                      const Shape per_channel{1, x3.shape()[1], 1};
                      const Tensor invstd = pow_scalar(add_scalar(var_c, eps), -0.5).view(per_channel);
                      const Tensor g3 = grad.reshape(x3.shape());

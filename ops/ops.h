@@ -91,4 +91,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target);
 // Mean of -log_probs[n, target[n]].
 Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
 
+// ---- CTC (ops/ctc.cpp)
+// Connectionist temporal classification loss (Graves et al., 2006) for unsegmented sequence labelling.
+// log_probs [T, N, C]: log_softmax output over C classes (class `blank` is the blank); targets [N, S]
+// int64, padded (row n holds target_lengths[n] labels in [0, C), none equal to blank); input_lengths [N]
+// and target_lengths [N] int64 (on any device). Returns the scalar
+//   mean_n ( -log p(targets[n] | log_probs[:, n]) / max(target_lengths[n], 1) )      (PyTorch reduction='mean')
+// p sums the probabilities of every alignment (a path with repeats and blanks that collapses to the
+// target). Impossible targets (too long for the input) give +inf, or 0 and a zero gradient with
+// zero_infinity. Its gradient reaches log_probs only; the formulas are in ops/kernel_signatures.h.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, int64_t blank = 0, bool zero_infinity = false);
+
 }  // namespace minidl

@@ -293,6 +293,12 @@ TEST_CASE("elementwise: values against the C library and broadcasting by hand", 
   CHECK(pow_scalar(b, 2).to_vector<float>() == std::vector<float>{1, 4, 9});
   CHECK((b * 2.0 + 1.0).to_vector<float>() == std::vector<float>{3, 5, 7});
   CHECK(broadcast_shapes("test", {4, 1, 3}, {5, 1}) == Shape{4, 5, 3});
+
+  // x^0 is constant: its gradient is 0 everywhere, x = 0 included (not 0 * 0^-1 = NaN).
+  Tensor z = from_vector({0.0, 2.0}, {2}, DType::float64);
+  z.requires_grad_();
+  sum(pow_scalar(z, 0.0)).backward();
+  CHECK(z.grad().to_vector<double>() == std::vector<double>{0.0, 0.0});
 }
 
 TEST_CASE("reduce: values by hand, keepdim and first-maximum ties", "[reduce]") {

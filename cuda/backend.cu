@@ -1,0 +1,347 @@
+// cuda/backend.cu — the CUDA DeviceBackend: a caching allocator (cuda/allocator.h says how it works and
+// why reuse is safe) and copies on the device's one stream.
+//
+// Block sizes: requests are rounded up to 512 B up to 1 MiB ("small") and to 2 MiB above ("large"). A
+// request takes the smallest cached block that is large enough and not much larger: at most twice the
+// rounded size for small blocks (few bytes at stake, and it saves cudaMalloc calls), at most 1/8 larger
+// for large ones (bytes matter). Blocks are never split or merged: simple, and training loops ask for
+// the same sizes every iteration, so they settle into exact reuse after the first one.
+//
+// cudaMalloc/cudaFree synchronise the device, which is why we keep blocks. cudaFree only happens when the
+// cache is emptied (cuda_empty_cache, or to make room before an out-of-memory error).
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/backend.h"
+#include "cuda/allocator.h"
+#include "cuda/cuda_common.h"
+#include "cuda/register.h"
+
+namespace minidl {
+
+namespace cuda {
+std::string format_bytes(size_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024.0 && u < 4) {
+    v /= 1024.0;
+    ++u;
+  }
+  if (u == 0) return str_cat(bytes, " B");
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %s", v, units[u]);
+  return buf;
+}
+}  // namespace cuda
+
+size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes) {
+  const std::string usage = str_cat("MINIDL_CUDA_MEMORY_LIMIT: cannot parse '", text,
+                                    "'; expected bytes (4000000000), a size with a suffix (512M, 4G, 1.5G) or "
+                                    "a percentage of the device memory (50%)");
+  size_t pos = 0;
+  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+  const size_t start = pos;
+  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
+  MINIDL_CHECK(pos > start, usage);
+  double number = 0;
+  try {
+    number = std::stod(text.substr(start, pos - start));
+  } catch (const std::exception&) {
+    throw Error(usage);
+  }
+  std::string suffix;
+  for (; pos < text.size(); ++pos)
+    if (!std::isspace(static_cast<unsigned char>(text[pos])))
+      suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos])));
+  double bytes = 0;
+  if (suffix == "%") {
+    MINIDL_CHECK(number <= 100.0, usage, " (a percentage above 100)");
+    bytes = number / 100.0 * static_cast<double>(total_bytes);
+  } else {
+    // Accept "G", "GB" and "GiB" alike, all binary (1G = 2^30 bytes).
+    if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix = suffix.substr(0, 1);
+    if (suffix.size() == 2 && suffix[1] == 'B') suffix = suffix.substr(0, 1);
+    double scale = 0;
+    if (suffix.empty() || suffix == "B") scale = 1;
+    else if (suffix == "K") scale = 1024.0;
+    else if (suffix == "M") scale = 1024.0 * 1024.0;
+    else if (suffix == "G") scale = 1024.0 * 1024.0 * 1024.0;
+    else if (suffix == "T") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+    MINIDL_CHECK(scale != 0, usage);
+    bytes = number * scale;
+  }
+  MINIDL_CHECK(bytes >= 1.0 && bytes < 1.8e19, usage, " (out of range)");
+  return static_cast<size_t>(bytes);
+}
+
+namespace {
+
+constexpr size_t kSmallStep = 512;
+constexpr size_t kSmallMax = size_t(1) << 20;  // 1 MiB
+constexpr size_t kLargeStep = size_t(2) << 20;  // 2 MiB
+constexpr int kMaxDevices = 64;
+
+size_t round_up(size_t n, size_t step) { return (n + step - 1) / step * step; }
+
+// Zero-byte requests get a real (smallest) block, so every tensor has a valid, distinct pointer.
+size_t rounded_size(size_t n) {
+  if (n == 0) n = 1;
+  return n <= kSmallMax ? round_up(n, kSmallStep) : round_up(n, kLargeStep);
+}
+
+// The largest cached block that may serve a request of `rounded` bytes (see the header comment).
+size_t largest_acceptable(size_t rounded) { return rounded <= kSmallMax ? 2 * rounded : rounded + rounded / 8; }
+
+struct DevicePool {
+  std::mutex mutex;
+  bool limit_initialised = false;
+  std::string limit_source;                   // where the limit came from, for messages
+  std::multimap<size_t, void*> free_blocks;   // size -> block, for best fit
+  std::unordered_map<void*, size_t> in_use;   // block -> size
+  CudaMemoryStats stats;
+};
+
+DevicePool& pool(int device) {
+  MINIDL_CHECK(device >= 0 && device < kMaxDevices, "cuda allocator: device index ", device, " out of range");
+  // Never destroyed: tensors freed from static destructors at exit must still find their pool.
+  static DevicePool* pools = new DevicePool[kMaxDevices];
+  return pools[device];
+}
+
+// Reads MINIDL_CUDA_MEMORY_LIMIT the first time a device allocates (unless an API call set a limit).
+void init_limit(DevicePool& p, int device) {
+  if (p.limit_initialised) return;
+  const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
+  if (env && *env) {
+    // A malformed value throws here, and again on the next allocation: it is never silently ignored.
+    p.stats.limit = parse_cuda_memory_limit(env, cuda::properties(device).totalGlobalMem);
+    p.limit_source = str_cat("MINIDL_CUDA_MEMORY_LIMIT=", env);
+  }
+  p.limit_initialised = true;
+}
+
+// Gives every cached block of the device back to the driver. Caller holds p.mutex.
+void release_cached(DevicePool& p, int device) {
+  if (p.free_blocks.empty()) return;
+  cuda::set_device(device);
+  // Blocks in the cache may still be read by queued work of the stream; wait for it.
+  MINIDL_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(device)));
+  for (const auto& block : p.free_blocks) MINIDL_CUDA_CHECK(cudaFree(block.second));
+  p.free_blocks.clear();
+  p.stats.cached = 0;
+}
+
+// Takes a cached block of at least `rounded` bytes (best fit), or returns nullptr. Caller holds p.mutex.
+void* take_cached(DevicePool& p, size_t rounded) {
+  auto it = p.free_blocks.lower_bound(rounded);
+  if (it == p.free_blocks.end() || it->first > largest_acceptable(rounded)) return nullptr;
+  const size_t size = it->first;
+  void* ptr = it->second;
+  p.free_blocks.erase(it);
+  p.stats.cached -= size;
+  p.in_use[ptr] = size;
+  p.stats.in_use += size;
+  if (p.stats.in_use > p.stats.peak_in_use) p.stats.peak_in_use = p.stats.in_use;
+  ++p.stats.cache_hits;
+  return ptr;
+}
+
+bool within_limit(const DevicePool& p, size_t rounded) {
+  return p.stats.limit == 0 || p.stats.in_use + p.stats.cached + rounded <= p.stats.limit;
+}
+
+[[noreturn]] void throw_out_of_memory(DevicePool& p, int device, size_t requested, size_t rounded,
+                                      const std::string& cause) {
+  size_t free_bytes = 0, total_bytes = 0;
+  std::string device_memory;
+  if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    device_memory = str_cat("; the device has ", cuda::format_bytes(free_bytes), " free of ",
+                            cuda::format_bytes(total_bytes));
+  else
+    cudaGetLastError();  // clear the error so later launch checks do not report it
+  const std::string limit =
+      p.stats.limit == 0
+          ? std::string("no limit set")
+          : str_cat("limit ", cuda::format_bytes(p.stats.limit), " (",
+                    p.limit_source.empty() ? std::string("set_cuda_memory_limit") : p.limit_source, ")");
+  throw OutOfMemoryError(str_cat("cuda:", device, ": out of memory: cannot allocate ", cuda::format_bytes(requested),
+                                 " (", requested, " bytes requested, ", rounded, " rounded); ", cause,
+                                 ". In use by minidl: ", cuda::format_bytes(p.stats.in_use), ", cached: ",
+                                 cuda::format_bytes(p.stats.cached), ", ", limit, device_memory,
+                                 ". Try a smaller batch size, or raise MINIDL_CUDA_MEMORY_LIMIT."));
+}
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  void* allocate(size_t nbytes, int device) override {
+    DevicePool& p = pool(device);
+    std::lock_guard<std::mutex> lock(p.mutex);
+    init_limit(p, device);
+    const size_t rounded = rounded_size(nbytes);
+    if (void* ptr = take_cached(p, rounded)) return ptr;
+
+    // A new block. Over the limit, or refused by the driver: release the cache and try once more.
+    std::string cause;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (attempt == 1) release_cached(p, device);
+      if (!within_limit(p, rounded)) {
+        cause = "the allocation would pass the memory limit";
+        continue;
+      }
+      cuda::set_device(device);
+      void* ptr = nullptr;
+      const cudaError_t err = cudaMalloc(&ptr, rounded);
+      if (err == cudaSuccess) {
+        ++p.stats.malloc_calls;
+        p.in_use[ptr] = rounded;
+        p.stats.in_use += rounded;
+        if (p.stats.in_use > p.stats.peak_in_use) p.stats.peak_in_use = p.stats.in_use;
+        return ptr;
+      }
+      cudaGetLastError();  // an out-of-memory error is not sticky; clear it so launch checks do not see it
+      if (err != cudaErrorMemoryAllocation)
+        cuda::throw_cuda_error("CUDA", "cudaMalloc", __FILE__, __LINE__, cudaGetErrorString(err));
+      cause = str_cat("cudaMalloc failed: ", cudaGetErrorString(err));
+    }
+    throw_out_of_memory(p, device, nbytes, rounded, cause);
+  }
+
+  // Called from Storage's destructor: must not throw.
+  void deallocate(void* ptr, size_t, int device) override {
+    if (ptr == nullptr) return;
+    DevicePool& p = pool(device);
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto it = p.in_use.find(ptr);
+    if (it == p.in_use.end()) {
+      std::fprintf(stderr, "minidl: cuda:%d: freeing a pointer the allocator does not know (%p); ignored\n", device,
+                   ptr);
+      return;
+    }
+    const size_t size = it->second;
+    p.in_use.erase(it);
+    p.stats.in_use -= size;
+    p.free_blocks.emplace(size, ptr);
+    p.stats.cached += size;
+  }
+
+  // Synchronous for the host: the stream is drained before returning, so host_dst is ready.
+  void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device) override {
+    if (nbytes == 0) return;
+    cuda::set_device(device);
+    cudaStream_t s = cuda::stream(device);
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, nbytes, cudaMemcpyDeviceToHost, s));
+    MINIDL_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+
+  // From pageable host memory (what the CPU backend allocates) cudaMemcpyAsync returns once the bytes are
+  // staged in the driver's buffer, so the caller may free or change host_src right after the call.
+  void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device) override {
+    if (nbytes == 0) return;
+    cuda::set_device(device);
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, cuda::stream(device)));
+  }
+
+  void copy_on_device(void* dst, const void* src, size_t nbytes, int device) override {
+    if (nbytes == 0) return;
+    cuda::set_device(device);
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, cuda::stream(device)));
+  }
+
+  void synchronize(int device) override {
+    cuda::set_device(device);
+    MINIDL_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
+  int device_count() override {
+    probe();
+    return count_;
+  }
+
+  std::string unavailable_reason() override {
+    probe();
+    return reason_;
+  }
+
+ private:
+  // Asks the runtime once how many devices there are; on failure explains why none is usable.
+  void probe() {
+    std::lock_guard<std::mutex> lock(probe_mutex_);
+    if (probed_) return;
+    probed_ = true;
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaSuccess && count > 0) {
+      count_ = count;
+      return;
+    }
+    cudaGetLastError();
+    count_ = 0;
+    int driver = 0, runtime = 0;
+    cudaDriverGetVersion(&driver);
+    cudaRuntimeGetVersion(&runtime);
+    const auto version = [](int v) { return str_cat(v / 1000, ".", (v % 1000) / 10); };
+    const std::string detail =
+        err == cudaSuccess ? std::string("cudaGetDeviceCount found 0 devices")
+                           : str_cat(cudaGetErrorName(err), ": ", cudaGetErrorString(err));
+    if (err == cudaErrorInsufficientDriver && driver == 0)
+      reason_ = str_cat("no NVIDIA driver found (the CUDA driver library libcuda.so could not be loaded; ", detail,
+                        ")");
+    else if (err == cudaErrorInsufficientDriver)
+      reason_ = str_cat("the NVIDIA driver is too old: it supports CUDA ", version(driver),
+                        ", this build needs CUDA ", version(runtime), " (", detail, ")");
+    else if (err == cudaErrorNoDevice || err == cudaSuccess)
+      reason_ = str_cat("no CUDA-capable device found (", detail, ")");
+    else
+      reason_ = str_cat("the CUDA runtime cannot use the GPU (", detail, ")");
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+      reason_ += str_cat("; note CUDA_VISIBLE_DEVICES='", visible, "'");
+  }
+
+  std::mutex probe_mutex_;
+  bool probed_ = false;
+  int count_ = 0;
+  std::string reason_;
+};
+
+}  // namespace
+
+CudaMemoryStats cuda_memory_stats(int device) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.stats;
+}
+
+void cuda_empty_cache() {
+  for (int d = 0; d < kMaxDevices; ++d) {
+    DevicePool& p = pool(d);
+    std::lock_guard<std::mutex> lock(p.mutex);
+    release_cached(p, d);
+  }
+}
+
+void set_cuda_memory_limit(int device, size_t bytes) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.limit_initialised = true;  // the API call wins over the environment
+  p.stats.limit = bytes;
+  p.limit_source.clear();
+}
+
+void reset_cuda_peak_memory(int device) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.stats.peak_in_use = p.stats.in_use;
+}
+
+DeviceBackend* make_cuda_backend() {
+  // Never destroyed, like the pools: storage freed during static destruction still needs it.
+  static CudaBackend* backend = new CudaBackend();
+  return backend;
+}
+
+}  // namespace minidl

@@ -1,0 +1,154 @@
+// cuda/copy.cu — copy, cast and fill on the GPU, for any strides and dtypes.
+// Accumulation convention: outputs are overwritten (=).
+//
+//   copy:  dst[i] = src[i]                 "strided": one thread per element, both sides through their
+//                                          strides (StridedDesc); "memcpy": both contiguous, one
+//                                          cudaMemcpyAsync device-to-device (the copy engine's speed).
+//   cast:  dst[i] = static_cast<D>(src[i])  "strided", with a flat loop when both are contiguous.
+//   fill:  dst[i] = value                  "strided", cudaMemsetAsync when contiguous and value's bits are 0.
+#include <cstring>
+
+#include "cuda/device_utils.cuh"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+using cuda::global_thread_count;
+using cuda::global_thread_index;
+using cuda::kBlock;
+using cuda::StridedDesc;
+using cuda::strided_offset;
+
+// Copies move bits: U is an unsigned type of the element's size, so one kernel serves every dtype.
+// Index: uint32_t when n fits (cheaper division in the offset math), else int64_t.
+template <class U, class Index>
+__global__ void copy_strided_kernel(StridedDesc sd, const U* src, StridedDesc dd, U* dst, int64_t n) {
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
+    dst[strided_offset(dd, static_cast<Index>(i))] = src[strided_offset(sd, static_cast<Index>(i))];
+}
+
+template <class U>
+void launch_copy_strided(const StridedDesc& sd, const void* src, const StridedDesc& dd, void* dst, int64_t n,
+                         cudaStream_t s) {
+  const unsigned int grid = cuda::grid_for(n, kBlock);
+  if (cuda::fits_32bit(n))
+    copy_strided_kernel<U, uint32_t><<<grid, kBlock, 0, s>>>(sd, static_cast<const U*>(src), dd, static_cast<U*>(dst), n);
+  else
+    copy_strided_kernel<U, int64_t><<<grid, kBlock, 0, s>>>(sd, static_cast<const U*>(src), dd, static_cast<U*>(dst), n);
+  MINIDL_LAUNCH_CHECK();
+}
+
+template <class S, class D>
+__global__ void cast_strided_kernel(StridedDesc sd, const S* src, StridedDesc dd, D* dst, int64_t n) {
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
+    dst[strided_offset(dd, i)] = static_cast<D>(src[strided_offset(sd, i)]);
+}
+
+template <class S, class D>
+__global__ void cast_contiguous_kernel(const S* src, D* dst, int64_t n) {
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) dst[i] = static_cast<D>(src[i]);
+}
+
+template <class T>
+__global__ void fill_strided_kernel(StridedDesc dd, T* dst, T value, int64_t n) {
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) dst[strided_offset(dd, i)] = value;
+}
+
+template <class T>
+__global__ void fill_contiguous_kernel(T* dst, T value, int64_t n) {
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) dst[i] = value;
+}
+
+bool copy_strided(const Tensor& src, Tensor& dst) {
+  StridedDesc sd, dd;
+  if (!cuda::make_strided_desc(src, sd) || !cuda::make_strided_desc(dst, dd)) return false;
+  const int64_t n = dst.numel();
+  if (n == 0) return true;
+  cudaStream_t s = cuda::launch_stream(dst);
+  if (dtype_size(src.dtype()) == 4)
+    launch_copy_strided<uint32_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s);
+  else
+    launch_copy_strided<uint64_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s);
+  return true;
+}
+
+bool copy_memcpy(const Tensor& src, Tensor& dst) {
+  if (!src.is_contiguous() || !dst.is_contiguous()) return false;
+  const size_t nbytes = static_cast<size_t>(dst.numel()) * dtype_size(dst.dtype());
+  if (nbytes == 0) return true;
+  cudaStream_t s = cuda::launch_stream(dst);
+  MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), nbytes, cudaMemcpyDeviceToDevice, s));
+  return true;
+}
+
+template <class S>
+bool cast_from(const Tensor& src, Tensor& dst) {
+  StridedDesc sd, dd;
+  if (!cuda::make_strided_desc(src, sd) || !cuda::make_strided_desc(dst, dd)) return false;
+  const int64_t n = dst.numel();
+  if (n == 0) return true;
+  cudaStream_t s = cuda::launch_stream(dst);
+  const unsigned int grid = cuda::grid_for(n, kBlock);
+  const S* ps = static_cast<const S*>(src.raw_data());
+  const bool flat = src.is_contiguous() && dst.is_contiguous();
+  return MINIDL_ALL_TYPES(dst.dtype(), {
+    T* pd = dst.data<T>();
+    if (flat)
+      cast_contiguous_kernel<S, T><<<grid, kBlock, 0, s>>>(ps, pd, n);
+    else
+      cast_strided_kernel<S, T><<<grid, kBlock, 0, s>>>(sd, ps, dd, pd, n);
+    MINIDL_LAUNCH_CHECK();
+  });
+}
+
+bool cast_strided(const Tensor& src, Tensor& dst) {
+  switch (src.dtype()) {
+    case DType::float32: return cast_from<float>(src, dst);
+    case DType::float64: return cast_from<double>(src, dst);
+    case DType::int32: return cast_from<int32_t>(src, dst);
+    case DType::int64: return cast_from<int64_t>(src, dst);
+  }
+  return false;
+}
+
+bool fill_strided(Tensor& dst, double value) {
+  StridedDesc dd;
+  if (!cuda::make_strided_desc(dst, dd)) return false;
+  const int64_t n = dst.numel();
+  if (n == 0) return true;
+  cudaStream_t s = cuda::launch_stream(dst);
+  const unsigned int grid = cuda::grid_for(n, kBlock);
+  return MINIDL_ALL_TYPES(dst.dtype(), {
+    const T v = static_cast<T>(value);
+    T zero_bits;
+    std::memset(&zero_bits, 0, sizeof(T));
+    const bool all_zero_bits = std::memcmp(&v, &zero_bits, sizeof(T)) == 0;  // not -0.0
+    if (dst.is_contiguous() && all_zero_bits) {
+      MINIDL_CUDA_CHECK(cudaMemsetAsync(dst.raw_data(), 0, static_cast<size_t>(n) * sizeof(T), s));
+    } else {
+      if (dst.is_contiguous())
+        fill_contiguous_kernel<T><<<grid, kBlock, 0, s>>>(dst.data<T>(), v, n);
+      else
+        fill_strided_kernel<T><<<grid, kBlock, 0, s>>>(dd, dst.data<T>(), v, n);
+      MINIDL_LAUNCH_CHECK();
+    }
+  });
+}
+
+}  // namespace
+
+void register_copy_kernels_cuda() {
+  register_kernel<CopyKernel>("copy", DeviceType::cuda, "strided", 0,
+                              "one thread per element through both tensors' strides", copy_strided);
+  register_kernel<CopyKernel>("copy", DeviceType::cuda, "memcpy", 10,
+                              "one cudaMemcpyAsync device-to-device; contiguous tensors only", copy_memcpy);
+  register_kernel<CopyKernel>("cast", DeviceType::cuda, "strided", 0,
+                              "one thread per element, static_cast; flat loop when both contiguous", cast_strided);
+  register_kernel<FillKernel>("fill", DeviceType::cuda, "strided", 0,
+                              "one thread per element through the strides; cudaMemsetAsync for contiguous zeros",
+                              fill_strided);
+}
+
+}  // namespace minidl

@@ -1,0 +1,23 @@
+// cuda/register.cu — registers the CUDA kernels: one function per kernel file, all called here
+// (from core/registry_init.cpp, through register_cuda_kernels, when the build has CUDA).
+#include "cuda/register.h"
+
+namespace minidl {
+
+void register_copy_kernels_cuda();         // cuda/copy.cu
+void register_elementwise_kernels_cuda();  // cuda/elementwise.cu
+void register_reduce_kernels_cuda();       // cuda/reduce.cu
+void register_softmax_kernels_cuda();      // cuda/softmax.cu (and the cuDNN softmax/activation peers)
+void register_dropout_kernels_cuda();      // cuda/dropout.cu
+void register_optim_kernels_cuda();        // cuda/optim.cu
+
+void register_cuda_kernels() {
+  register_copy_kernels_cuda();
+  register_elementwise_kernels_cuda();
+  register_reduce_kernels_cuda();
+  register_softmax_kernels_cuda();
+  register_dropout_kernels_cuda();
+  register_optim_kernels_cuda();
+}
+
+}  // namespace minidl

@@ -1,0 +1,23 @@
+// examples/mnist/model.h — the MNIST CNN (the classic PyTorch example's architecture).
+#pragma once
+#include <memory>
+
+#include "nn/layers.h"
+
+namespace mnist {
+
+// Stored in checkpoints' metadata ("model"), so `mnist eval` can tell its own files from others.
+constexpr const char* kModelName = "mnist_cnn";
+
+// x [N, 1, 28, 28] (normalised) -> logits [N, 10]. 1,199,882 parameters.
+inline std::shared_ptr<minidl::Sequential> make_model() {
+  using namespace minidl;
+  return std::make_shared<Sequential>(
+      Conv2d(1, 32, 3), ReLU(),                // [N, 32, 26, 26]
+      Conv2d(32, 64, 3), ReLU(),               // [N, 64, 24, 24]
+      MaxPool2d(2), Dropout(0.25), Flatten(),  // [N, 64 * 12 * 12 = 9216]
+      Linear(9216, 128), ReLU(), Dropout(0.5),
+      Linear(128, 10));                        // [N, 10]
+}
+
+}  // namespace mnist

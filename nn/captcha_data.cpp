@@ -1,0 +1,188 @@
+// nn/captcha_data.cpp — reading a folder of labelled captchas (nn/captcha_data.h).
+#include "nn/captcha_data.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "core/error.h"
+
+namespace minidl {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool has_image_extension(const fs::path& p) {
+  const std::string ext = lower(p.extension().string());
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp";
+}
+
+std::string trim(const std::string& s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+struct Entry {
+  std::string path;
+  std::string label;
+};
+
+// labels.csv: "file,label" per line; an optional header line "file,label"; blank lines ignored. The label
+// is everything after the first comma (so it may not contain a comma that matters; it is trimmed).
+std::vector<Entry> read_labels_csv(const fs::path& folder, const fs::path& csv) {
+  std::ifstream in(csv);
+  MINIDL_CHECK(in.good(), "captcha data: cannot read '", csv.string(), "'");
+  std::vector<Entry> entries;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    line = trim(line);
+    if (line.empty()) continue;
+    const size_t comma = line.find(',');
+    MINIDL_CHECK(comma != std::string::npos, "captcha data: ", csv.string(), " line ", number,
+                 ": expected 'file,label', got '", line, "'");
+    const std::string file = trim(line.substr(0, comma)), label = trim(line.substr(comma + 1));
+    if (number == 1 && lower(file) == "file" && lower(label) == "label") continue;
+    MINIDL_CHECK(!file.empty(), "captcha data: ", csv.string(), " line ", number, ": empty file name");
+    entries.push_back({(folder / file).string(), label});
+  }
+  return entries;
+}
+
+void check_label(const Entry& e, const CaptchaFolderOptions& options, bool from_csv) {
+  MINIDL_CHECK(!e.label.empty(), "captcha data: '", e.path, "' has an empty label",
+               from_csv ? " in labels.csv" : " (the label is the file name up to the first '_')");
+  for (char c : e.label) {
+    MINIDL_CHECK(c > ' ' && c <= '~', "captcha data: the label '", e.label, "' of '", e.path,
+                 "' has a character that is not printable ASCII (byte ", static_cast<int>(static_cast<unsigned char>(c)),
+                 ")");
+    MINIDL_CHECK(options.charset.empty() || options.charset.find(c) != std::string::npos, "captcha data: the label '",
+                 e.label, "' of '", e.path, "' has '", c, "', which is not in the charset \"", options.charset, "\"");
+  }
+  MINIDL_CHECK(options.length <= 0 || static_cast<int>(e.label.size()) == options.length, "captcha data: the label '",
+               e.label, "' of '", e.path, "' has ", e.label.size(), " characters, not ", options.length);
+}
+
+}  // namespace
+
+std::string label_from_file_name(const std::string& file_name) {
+  const std::string stem = fs::path(file_name).stem().string();
+  return stem.substr(0, stem.find('_'));
+}
+
+std::string infer_charset(const std::vector<std::string>& labels) {
+  std::set<char> chars;
+  for (const std::string& l : labels) chars.insert(l.begin(), l.end());
+  return std::string(chars.begin(), chars.end());
+}
+
+CtcTargets encode_ctc_targets(const std::vector<std::string>& labels, const std::string& charset) {
+  const int64_t N = static_cast<int64_t>(labels.size());
+  int64_t S = 1;
+  for (const std::string& l : labels) S = std::max<int64_t>(S, static_cast<int64_t>(l.size()));
+  const TensorOptions cpu_int64(DType::int64, Device::cpu());
+  CtcTargets out{zeros({N, S}, cpu_int64), empty({N}, cpu_int64)};
+  int64_t* t = out.targets.data<int64_t>();
+  int64_t* len = out.lengths.data<int64_t>();
+  for (int64_t n = 0; n < N; ++n) {
+    const std::string& l = labels[n];
+    len[n] = static_cast<int64_t>(l.size());
+    for (size_t s = 0; s < l.size(); ++s) {
+      const size_t k = charset.find(l[s]);
+      MINIDL_CHECK(k != std::string::npos, "encode_ctc_targets: label '", l, "' has '", l[s],
+                   "', which is not in the charset \"", charset, "\"");
+      t[n * S + static_cast<int64_t>(s)] = static_cast<int64_t>(k) + 1;
+    }
+  }
+  return out;
+}
+
+void image_to_chw(const Image& img, int width, int height, float* out) {
+  MINIDL_CHECK(img.channels == 1 || img.channels == 3, "image_to_chw: ", img.channels, " channels (need 1 or 3)");
+  const Image sized = img.width == width && img.height == height ? img : resize_image(img, width, height);
+  const size_t plane = static_cast<size_t>(width) * height;
+  for (int c = 0; c < 3; ++c)
+    for (int y = 0; y < height; ++y)
+      for (int x = 0; x < width; ++x)
+        out[c * plane + static_cast<size_t>(y) * width + x] = sized.at(y, x, sized.channels == 3 ? c : 0) / 255.0f;
+}
+
+Tensor images_to_tensor(const std::vector<Image>& images, int width, int height) {
+  const int64_t N = static_cast<int64_t>(images.size());
+  Tensor out = empty({N, 3, height, width}, TensorOptions(DType::float32, Device::cpu()));
+  float* p = out.data<float>();
+  for (int64_t n = 0; n < N; ++n) image_to_chw(images[n], width, height, p + n * 3 * int64_t(width) * height);
+  return out;
+}
+
+CaptchaDataset load_captcha_folder(const std::string& folder, const CaptchaFolderOptions& options) {
+  MINIDL_CHECK(options.width > 0 && options.height > 0, "captcha data: bad input size ", options.width, "x",
+               options.height);
+  const fs::path dir(folder);
+  MINIDL_CHECK(fs::is_directory(dir), "captcha data: '", folder, "' is not a folder");
+  CaptchaDataset data;
+  std::vector<Entry> entries;
+  const fs::path csv = dir / "labels.csv";
+  const bool from_csv = fs::exists(csv);
+  if (from_csv) {
+    entries = read_labels_csv(dir, csv);
+  } else {
+    std::vector<fs::path> files;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      const std::string name = e.path().filename().string();
+      if (!e.is_regular_file() || name.empty() || name[0] == '.') continue;
+      if (has_image_extension(e.path()))
+        files.push_back(e.path());
+      else
+        data.skipped.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    std::sort(data.skipped.begin(), data.skipped.end());
+    for (const fs::path& p : files) entries.push_back({p.string(), label_from_file_name(p.filename().string())});
+  }
+  MINIDL_CHECK(!entries.empty(), "captcha data: no images in '", folder, "'",
+               from_csv ? " (labels.csv lists none)" : " (looked for .png, .jpg, .jpeg, .bmp files)");
+  for (const Entry& e : entries) check_label(e, options, from_csv);
+
+  const int64_t N = static_cast<int64_t>(entries.size());
+  const int W = options.width, H = options.height;
+  data.images = empty({N, 3, H, W}, TensorOptions(DType::float32, Device::cpu()));
+  float* pixels = data.images.data<float>();
+  // Decode in parallel; each image's error is kept so the one reported is the first file's, every run.
+  std::vector<std::string> errors(N);
+  const int threads = static_cast<int>(std::min<int64_t>(
+      N, options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t n = t; n < N; n += threads) {
+        try {
+          image_to_chw(load_image(entries[n].path, 3), W, H, pixels + n * 3 * int64_t(W) * H);
+        } catch (const std::exception& e) {
+          errors[n] = e.what();
+        }
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  for (int64_t n = 0; n < N; ++n)
+    MINIDL_CHECK(errors[n].empty(), "captcha data: '", entries[n].path, "' is not a readable image (", errors[n], ")");
+
+  for (const Entry& e : entries) {
+    data.files.push_back(e.path);
+    data.labels.push_back(e.label);
+  }
+  data.charset = options.charset.empty() ? infer_charset(data.labels) : options.charset;
+  return data;
+}
+
+}  // namespace minidl

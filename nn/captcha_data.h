@@ -1,0 +1,64 @@
+// nn/captcha_data.h — a folder of labelled captcha images as tensors, and labels as CTC targets.
+//
+// Folder layout (what `captcha gen` writes, and what most captcha datasets look like):
+//   DIR/A3F9_17.png, DIR/K2M8.jpg, ...   the label is the file name up to the first '_' or the extension
+//   DIR/labels.csv (optional)            lines "file,label" (an optional "file,label" header line); when
+//                                        present it lists the images and their labels, and names in the
+//                                        folder are not parsed
+// Images are PNG, JPEG or BMP of any size, converted to RGB and resized (bilinear) to the model input.
+// Files with other extensions are skipped and listed in CaptchaDataset::skipped; dot-files are ignored.
+//
+// Tensor layout and classes: images [N, 3, H, W] float32 with value = pixel / 255 in [0, 1]; class 0 is
+// the CTC blank and class k >= 1 is charset[k - 1] (the convention of nn/ctc_decode.h).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "nn/image.h"
+
+namespace minidl {
+
+struct CaptchaFolderOptions {
+  int width = 192, height = 64;  // model input size
+  std::string charset;           // empty: inferred from the labels (their sorted distinct characters)
+  int length = 0;                // > 0: every label must have exactly this many characters
+  int threads = 0;               // image decoding threads; 0: one per hardware thread
+};
+
+struct CaptchaDataset {
+  Tensor images;                     // [N, 3, H, W] float32 in [0, 1]
+  std::vector<std::string> labels;   // N labels
+  std::vector<std::string> files;    // N paths, in the order of the images
+  std::string charset;               // the given or inferred charset
+  std::vector<std::string> skipped;  // files of the folder that are not images by their extension
+};
+
+// Reads every image of `folder` (sorted by name) or those listed in its labels.csv (in file order).
+// Throws minidl::Error naming the file for: a missing or undecodable image, an empty label, a label
+// character outside the given charset (or not printable ASCII), a label of the wrong length; and for a
+// missing or image-less folder.
+CaptchaDataset load_captcha_folder(const std::string& folder, const CaptchaFolderOptions& options = {});
+
+// "A3F9_17.png" -> "A3F9", "K2M8.jpg" -> "K2M8" (path components are dropped first).
+std::string label_from_file_name(const std::string& file_name);
+// The sorted distinct characters of the labels.
+std::string infer_charset(const std::vector<std::string>& labels);
+
+// Labels as CTC targets: targets [N, S] int64 (class of each character, padded with 0 after the label's
+// end), lengths [N] int64, on the CPU; S = the longest label (at least 1). Throws naming a character not
+// in charset.
+struct CtcTargets {
+  Tensor targets;
+  Tensor lengths;
+};
+CtcTargets encode_ctc_targets(const std::vector<std::string>& labels, const std::string& charset);
+
+// An image (any size, 1 or 3 channels) resized to width x height and written to out as [3, H, W] floats,
+// pixel / 255 (gray is replicated to the three channels). Used for folders and for generated captchas.
+void image_to_chw(const Image& img, int width, int height, float* out);
+// Images as one [N, 3, H, W] float32 tensor (each resized to width x height).
+Tensor images_to_tensor(const std::vector<Image>& images, int width, int height);
+
+}  // namespace minidl

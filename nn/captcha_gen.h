@@ -1,0 +1,45 @@
+// nn/captcha_gen.h — a captcha image generator in the style of the Python `captcha` library's ImageCaptcha.
+//
+// Each image: a light random background; each character drawn from a TrueType font (stb_truetype) in its
+// own random dark colour, rotated (up to ±30°), scaled, warped by a random perspective (each corner of
+// its box moved independently), vertically jittered and placed so that neighbours touch or overlap; then
+// noise dots and a curved stroke in the text colours, and a light 3x3 smoothing. All geometry is mapped
+// back to the glyph bitmap and sampled bilinearly, once, so edges stay smooth.
+//
+// Everything is a pure function of (seed, index): the n-th captcha of a seed is the same on any machine
+// with the same font, in any thread, in any order. This is what lets background threads render training
+// batches on the fly. Text and image draw from separate random streams, so rendering a given text does
+// not change which text an index gets.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/image.h"
+
+namespace minidl {
+
+struct CaptchaOptions {
+  std::string charset = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";  // printable ASCII, no repeats
+  int min_length = 4, max_length = 4;                            // characters per captcha
+  int width = 192, height = 64;
+  // TrueType files, one picked at random per character. Empty: find_captcha_font().
+  std::vector<std::string> fonts;
+};
+
+// Throws minidl::Error explaining the first problem with the options.
+void check_captcha_options(const CaptchaOptions& options);
+
+// The default font: $MINIDL_CAPTCHA_FONT when set, else the first existing file among DejaVu Sans Bold,
+// DejaVu Sans (Debian's fonts-dejavu-core, installed by `make deps`) and a few other common locations.
+// Throws an Error listing every place it looked.
+std::string find_captcha_font();
+
+// A random text: length uniform in [min_length, max_length], characters uniform over the charset.
+std::string random_captcha_text(const CaptchaOptions& options, uint64_t seed, uint64_t index);
+
+// The captcha image (width x height, 3 channels RGB) showing `text`. Thread-safe; fonts are loaded
+// once per process and shared.
+Image render_captcha(const std::string& text, const CaptchaOptions& options, uint64_t seed, uint64_t index);
+
+}  // namespace minidl

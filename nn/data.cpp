@@ -1,0 +1,189 @@
+#include "nn/data.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+#include "core/philox.h"
+#include "core/random.h"
+
+namespace minidl {
+
+// ------------------------------------------------------------------ TensorDataset
+
+TensorDataset::TensorDataset(Tensor inputs, Tensor targets) {
+  MINIDL_CHECK(inputs.defined() && targets.defined(), "TensorDataset: inputs and targets must be defined");
+  MINIDL_CHECK(inputs.dim() >= 1 && targets.dim() >= 1 && inputs.size(0) == targets.size(0),
+               "TensorDataset: inputs ", shape_str(inputs.shape()), " and targets ", shape_str(targets.shape()),
+               " must have the same first dimension (the number of samples)");
+  MINIDL_CHECK(inputs.device().is_cpu() && targets.device().is_cpu(),
+               "TensorDataset: the tensors must be on the CPU (batches are moved to the device in the loop)");
+  inputs_ = inputs.detach().contiguous();
+  targets_ = targets.detach().contiguous();
+}
+
+namespace {
+// Copies rows `indices` of a contiguous CPU tensor into a new tensor [indices.size(), ...].
+Tensor gather_rows(const Tensor& src, const std::vector<int64_t>& indices) {
+  Shape shape = src.shape();
+  const int64_t n = shape[0];
+  shape[0] = static_cast<int64_t>(indices.size());
+  Tensor out = empty(shape, TensorOptions(src.dtype(), Device::cpu()));
+  const size_t row_bytes = (n == 0 ? 0 : src.numel() / n) * dtype_size(src.dtype());
+  const char* from = static_cast<const char*>(src.raw_data());
+  char* to = static_cast<char*>(out.raw_data());
+  for (size_t k = 0; k < indices.size(); ++k) {
+    MINIDL_CHECK(indices[k] >= 0 && indices[k] < n, "TensorDataset: sample index ", indices[k], " out of range [0, ",
+                 n, ")");
+    std::memcpy(to + k * row_bytes, from + indices[k] * row_bytes, row_bytes);
+  }
+  return out;
+}
+}  // namespace
+
+Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
+  return Batch{gather_rows(inputs_, indices), gather_rows(targets_, indices)};
+}
+
+// ------------------------------------------------------------------ DataLoader
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options)
+    : dataset_(std::move(dataset)), options_(options) {
+  MINIDL_CHECK(dataset_ != nullptr, "DataLoader: no dataset");
+  MINIDL_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ", options_.batch_size);
+  seed_ = options_.seed ? *options_.seed : current_seed();
+}
+
+int64_t DataLoader::num_batches() const {
+  const int64_t n = dataset_->size(), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
+}
+
+int64_t DataLoader::num_samples() const {
+  return options_.drop_last ? num_batches() * options_.batch_size : dataset_->size();
+}
+
+// Fisher-Yates: for i = n-1 .. 1, swap element i with a uniform j in [0, i]. The random word for
+// position i of epoch e is Philox(counter = e * 2^32 + i, key = seed + a constant), a stream of its own.
+std::vector<int64_t> DataLoader::order(int64_t epoch) const {
+  std::vector<int64_t> idx(dataset_->size());
+  std::iota(idx.begin(), idx.end(), 0);
+  if (!options_.shuffle) return idx;
+  const uint64_t key = seed_ + 0x9E3779B97F4A7C15ull;
+  for (int64_t i = static_cast<int64_t>(idx.size()) - 1; i > 0; --i) {
+    const Philox4 r = philox4x32_10((static_cast<uint64_t>(epoch) << 32) + static_cast<uint64_t>(i), key);
+    const uint64_t word = (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
+    std::swap(idx[i], idx[word % static_cast<uint64_t>(i + 1)]);
+  }
+  return idx;
+}
+
+DataLoader::Epoch DataLoader::epoch(int64_t e) {
+  const std::vector<int64_t> idx = order(e);
+  std::vector<std::vector<int64_t>> batches;
+  const int64_t b = options_.batch_size, total = num_samples();
+  for (int64_t start = 0; start < total; start += b)
+    batches.emplace_back(idx.begin() + start, idx.begin() + std::min(start + b, total));
+  return Epoch(dataset_, std::move(batches), options_.prefetch);
+}
+
+// ------------------------------------------------------------------ Epoch and its prefetch thread
+
+struct DataLoader::Epoch::Impl {
+  static constexpr size_t kQueueCapacity = 2;
+
+  std::shared_ptr<const Dataset> dataset;
+  std::vector<std::vector<int64_t>> batches;
+  size_t consumed = 0;  // batches handed to the consumer
+
+  // Shared with the worker, guarded by mutex.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Batch> ready;
+  std::exception_ptr error;  // set by the worker; re-thrown at the batch that failed
+  bool finished = false;     // the worker has produced everything it will produce
+  bool stop = false;         // the consumer is gone
+  std::thread worker;
+
+  void produce() {
+    for (const auto& indices : batches) {
+      Batch batch;
+      try {
+        batch = dataset->get_batch(indices);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex);
+        error = std::current_exception();
+        break;
+      }
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return stop || ready.size() < kQueueCapacity; });
+      if (stop) return;
+      ready.push_back(std::move(batch));
+      changed.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    finished = true;
+    changed.notify_all();
+  }
+
+  ~Impl() {
+    if (!worker.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stop = true;
+    }
+    changed.notify_all();
+    worker.join();
+  }
+};
+
+DataLoader::Epoch::Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
+                         bool prefetch)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->dataset = std::move(dataset);
+  impl_->batches = std::move(batches);
+  if (prefetch && !impl_->batches.empty()) impl_->worker = std::thread([impl = impl_.get()] { impl->produce(); });
+}
+
+DataLoader::Epoch::~Epoch() = default;
+DataLoader::Epoch::Epoch(Epoch&&) noexcept = default;
+
+bool DataLoader::Epoch::next(Batch& out) {
+  Impl& s = *impl_;
+  if (s.consumed >= s.batches.size()) return false;
+  if (!s.worker.joinable()) {  // no prefetch: assemble here
+    out = s.dataset->get_batch(s.batches[s.consumed]);
+    ++s.consumed;
+    return true;
+  }
+  std::unique_lock<std::mutex> lock(s.mutex);
+  s.changed.wait(lock, [&] { return !s.ready.empty() || s.error || s.finished; });
+  if (s.ready.empty()) {
+    if (s.error) {
+      s.consumed = s.batches.size();  // the epoch ends with the error
+      std::rethrow_exception(s.error);
+    }
+    return false;
+  }
+  out = std::move(s.ready.front());
+  s.ready.pop_front();
+  ++s.consumed;
+  s.changed.notify_all();
+  return true;
+}
+
+DataLoader::Epoch::iterator::iterator(Epoch* epoch) : epoch_(epoch) {
+  if (epoch_ && !epoch_->next(batch_)) epoch_ = nullptr;
+}
+
+DataLoader::Epoch::iterator& DataLoader::Epoch::iterator::operator++() {
+  if (epoch_ && !epoch_->next(batch_)) epoch_ = nullptr;
+  return *this;
+}
+
+}  // namespace minidl

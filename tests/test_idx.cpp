@@ -1,0 +1,139 @@
+// tests/test_idx.cpp — the IDX reader on fixture files written here: plain and gzip, truncated, wrong
+// magic, unsupported type, extra bytes, and image/label count mismatch.
+#include <stdlib.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "nn/idx.h"
+
+using namespace minidl;
+
+namespace {
+
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/minidl_test_idx_XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::string file(const std::string& name) const { return path + "/" + name; }
+  std::string path;
+};
+
+// An IDX file of unsigned bytes with the given dims; data[i] = (i * 7 + 3) % 256.
+std::vector<uint8_t> idx_bytes(const std::vector<uint32_t>& dims, uint8_t type = 0x08) {
+  std::vector<uint8_t> b = {0, 0, type, static_cast<uint8_t>(dims.size())};
+  size_t n = 1;
+  for (uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8) b.push_back(static_cast<uint8_t>(d >> shift));
+    n *= d;
+  }
+  for (size_t i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>((i * 7 + 3) % 256));
+  return b;
+}
+
+void write_raw(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  if (!bytes.empty()) std::fwrite(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+}
+
+void write_gzip(const std::string& path, const std::vector<uint8_t>& bytes) {
+  gzFile gz = gzopen(path.c_str(), "wb");
+  REQUIRE(gz != nullptr);
+  gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(gz);
+}
+
+std::vector<uint8_t> read_raw(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  std::vector<uint8_t> out;
+  int c;
+  while ((c = std::fgetc(f)) != EOF) out.push_back(static_cast<uint8_t>(c));
+  std::fclose(f);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("idx: plain and gzip files read the same dims and data", "[idx]") {
+  TempDir dir;
+  const std::vector<uint8_t> bytes = idx_bytes({3, 4, 5});
+  write_raw(dir.file("a.idx"), bytes);
+  write_gzip(dir.file("a.idx.gz"), bytes);
+  for (const std::string name : {"a.idx", "a.idx.gz"}) {
+    INFO(name);
+    const IdxArray a = read_idx(dir.file(name));
+    CHECK(a.dims == std::vector<int64_t>{3, 4, 5});
+    REQUIRE(a.data.size() == 60);
+    CHECK(a.data[0] == 3);
+    CHECK(a.data[1] == 10);
+    CHECK(a.data[59] == (59 * 7 + 3) % 256);
+  }
+  write_raw(dir.file("labels.idx"), idx_bytes({6}));
+  CHECK(read_idx(dir.file("labels.idx")).data == std::vector<uint8_t>{3, 10, 17, 24, 31, 38});
+}
+
+TEST_CASE("idx: truncated files say how many bytes were expected and found", "[idx]") {
+  TempDir dir;
+  std::vector<uint8_t> bytes = idx_bytes({2, 3, 3});  // 16 header bytes + 18 data bytes
+  bytes.resize(bytes.size() - 5);
+  write_raw(dir.file("t.idx"), bytes);
+  write_gzip(dir.file("t.idx.gz"), bytes);
+  CHECK_THROWS_WITH(read_idx(dir.file("t.idx")),
+                    Catch::Contains("t.idx") && Catch::Contains("truncated") && Catch::Contains("needs 18 data bytes") &&
+                        Catch::Contains("has 13"));
+  CHECK_THROWS_WITH(read_idx(dir.file("t.idx.gz")),
+                    Catch::Contains("t.idx.gz") && Catch::Contains("(gzip)") && Catch::Contains("truncated") &&
+                        Catch::Contains("has 13 (decompressed)"));
+
+  // A gzip stream cut in the middle: the reader must report a truncation, not crash or hang.
+  write_gzip(dir.file("big.idx.gz"), idx_bytes({100, 28, 28}));
+  std::vector<uint8_t> gz = read_raw(dir.file("big.idx.gz"));
+  gz.resize(gz.size() / 2);
+  write_raw(dir.file("cut.idx.gz"), gz);
+  CHECK_THROWS_WITH(read_idx(dir.file("cut.idx.gz")), Catch::Contains("cut.idx.gz") && Catch::Contains("truncated"));
+
+  // Cut inside the header.
+  write_raw(dir.file("h.idx"), {0, 0, 8, 3, 0, 0});
+  CHECK_THROWS_WITH(read_idx(dir.file("h.idx")), Catch::Contains("truncated in the header"));
+  write_raw(dir.file("empty.idx"), {});
+  CHECK_THROWS_WITH(read_idx(dir.file("empty.idx")), Catch::Contains("truncated") && Catch::Contains("has 0 bytes"));
+}
+
+TEST_CASE("idx: wrong magic, unsupported type, extra bytes, missing file", "[idx]") {
+  TempDir dir;
+  write_raw(dir.file("png.idx"), {0x89, 'P', 'N', 'G', 0, 0, 0, 0});
+  CHECK_THROWS_WITH(read_idx(dir.file("png.idx")),
+                    Catch::Contains("png.idx") && Catch::Contains("wrong magic") && Catch::Contains("89 50 4e 47"));
+  write_raw(dir.file("float.idx"), idx_bytes({2}, 0x0D));
+  CHECK_THROWS_WITH(read_idx(dir.file("float.idx")),
+                    Catch::Contains("unsupported element type 0x0d (float32)") && Catch::Contains("only unsigned byte"));
+  std::vector<uint8_t> extra = idx_bytes({4});
+  extra.push_back(1);
+  extra.push_back(2);
+  write_raw(dir.file("extra.idx"), extra);
+  CHECK_THROWS_WITH(read_idx(dir.file("extra.idx")), Catch::Contains("2 unexpected bytes after the 4 data bytes"));
+  CHECK_THROWS_WITH(read_idx(dir.file("nope.idx")), Catch::Contains("cannot open") && Catch::Contains("nope.idx"));
+  // A header promising ~4e18 bytes is rejected before any allocation.
+  write_raw(dir.file("absurd.idx"), {0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
+  CHECK_THROWS_WITH(read_idx(dir.file("absurd.idx")), Catch::Contains("absurd"));
+}
+
+TEST_CASE("idx: image and label counts must match", "[idx]") {
+  TempDir dir;
+  write_raw(dir.file("images.idx"), idx_bytes({5, 2, 2}));
+  write_raw(dir.file("labels.idx"), idx_bytes({4}));
+  const IdxArray images = read_idx(dir.file("images.idx"));
+  const IdxArray labels = read_idx(dir.file("labels.idx"));
+  CHECK_THROWS_WITH(check_idx_counts_match(images, "images.idx", labels, "labels.idx"),
+                    Catch::Contains("'images.idx' has 5 images but 'labels.idx' has 4 labels"));
+  write_raw(dir.file("labels5.idx"), idx_bytes({5}));
+  CHECK_NOTHROW(check_idx_counts_match(images, "images.idx", read_idx(dir.file("labels5.idx")), "labels5.idx"));
+}
