@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(kReduceBlock) batch_norm_forward_kernel(
     sq += d * d;
   }
   const double var = block_sum(sq) / static_cast<double>(M);
-  const double invstd = 1.0 / sqrt(var + eps);
+  const double invstd = 1.0 / std::sqrt(var + eps);
   if (threadIdx.x == 0) {
     save_mean[c] = static_cast<T>(mean);
     save_invstd[c] = static_cast<T>(invstd);
@@ -93,7 +93,7 @@ __global__ void batch_norm_inference_kernel(const T* __restrict__ x, const T* __
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t c = (i / S) % C;
-    const T invstd = T(1) / sqrt(var[c] + static_cast<T>(eps));
+    const T invstd = T(1) / std::sqrt(var[c] + static_cast<T>(eps));
     y[i] = (x[i] - mean[c]) * invstd * gamma[c] + beta[c];
   }
 }

@@ -64,7 +64,7 @@ __device__ __forceinline__ int64_t index_step() { return static_cast<int64_t>(gr
 template <class I>
 __device__ __forceinline__ void windows_containing(I h, I k, I s, I pad, I out_size, I& begin, I& end) {
   begin = (h + pad < k) ? I(0) : (h + pad - k) / s + 1;
-  end = min((h + pad) / s + 1, out_size);
+  end = ::min((h + pad) / s + 1, out_size);
 }
 
 // ---------------------------------------------------------------- v1_direct
@@ -117,9 +117,9 @@ __global__ void max_pool2d_backward_kernel(const T* __restrict__ x, const T* __r
         // Is there an earlier position of window (p, q), inside x, that also equals the max?
         const I h0 = p * g.sh - g.ph, w0 = q * g.sw - g.pw;
         bool earlier = false;
-        for (I hh = max(h0, I(0)); hh <= h && !earlier; ++hh) {
-          const I w_stop = (hh == h) ? w : min(w0 + g.kw, g.W);  // on our own row, stop before us
-          for (I ww = max(w0, I(0)); ww < w_stop; ++ww) {
+        for (I hh = ::max(h0, I(0)); hh <= h && !earlier; ++hh) {
+          const I w_stop = (hh == h) ? w : ::min(w0 + g.kw, g.W);  // on our own row, stop before us
+          for (I ww = ::max(w0, I(0)); ww < w_stop; ++ww) {
             if (plane[hh * g.W + ww] == target) {
               earlier = true;
               break;
