@@ -10,6 +10,7 @@ void register_reduce_kernels_cuda();       // cuda/reduce.cu
 void register_softmax_kernels_cuda();      // cuda/softmax.cu (and the cuDNN softmax/activation peers)
 void register_dropout_kernels_cuda();      // cuda/dropout.cu
 void register_optim_kernels_cuda();        // cuda/optim.cu
+// register_cuda_dense_kernels (cuda/register.h): matmul, conv2d, pooling, batch norm (cuda/register_dense.cu)
 
 void register_cuda_kernels() {
   register_copy_kernels_cuda();
@@ -18,6 +19,7 @@ void register_cuda_kernels() {
   register_softmax_kernels_cuda();
   register_dropout_kernels_cuda();
   register_optim_kernels_cuda();
+  register_cuda_dense_kernels();
 }
 
 }  // namespace minidl
