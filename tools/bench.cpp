@@ -150,6 +150,7 @@ int run_bench(const std::string& op, const std::string& device, int repeat) {
   MINIDL_CHECK(op == "matmul" || op == "conv2d" || op == "all", "bench: --op must be matmul, conv2d or all, not '", op,
                "'");
   MINIDL_CHECK(repeat >= 1, "bench: --repeat must be at least 1");
+  const std::vector<Device> devices = bench_devices(device);
   int threads = 1;
 #ifdef _OPENMP
   threads = omp_get_max_threads();
@@ -160,7 +161,7 @@ int run_bench(const std::string& op, const std::string& device, int repeat) {
       repeat, threads);
   std::printf("%-24s %-36s %-7s %-14s %10s %10s %5s\n", "key", "size", "device", "kernel", "ms", "GFLOP/s", "runs");
   manual_seed(0);
-  for (const Device d : bench_devices(device)) {
+  for (const Device d : devices) {
     Tensor flush = empty({kFlushBytes / 4}, TensorOptions(DType::float32, d));
     std::vector<Problem> problems;
     if (op != "conv2d") problems = matmul_problems(d);
