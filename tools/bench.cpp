@@ -2,7 +2,7 @@
 // backward stages), timed at fixed sizes on each requested device, in GFLOP/s.
 //
 // Method: one warm-up call, then the median of N timed calls. Before each timed call a 64 MiB buffer is
-// written on the device (evicting the operands from the caches) and the device is synchronised; the
+// copied on the device (evicting the operands from the caches) and the device is synchronised; the
 // clock stops after backend_for(type).synchronize(index), so asynchronous (CUDA) kernels are timed to
 // completion. A kernel slower than kBudgetSeconds per call is timed fewer times (at least once; a warm-up
 // call longer than the budget is itself the one measurement). Each kernel is chosen with select_kernel
@@ -110,7 +110,16 @@ struct Timing {
   int runs = 0;
 };
 
-Timing time_calls(const Problem& p, Device d, int repeat, Tensor& flush) {
+// Evicts the caches: 64 MiB read and 64 MiB written on the device.
+struct CacheFlush {
+  Tensor from, to;
+  explicit CacheFlush(Device d)
+      : from(zeros({kFlushBytes / 4}, TensorOptions(DType::float32, d))),
+        to(empty({kFlushBytes / 4}, TensorOptions(DType::float32, d))) {}
+  void run() { copy_(to, from); }
+};
+
+Timing time_calls(const Problem& p, Device d, int repeat, CacheFlush& flush) {
   DeviceBackend& backend = backend_for(d.type);
   auto start = std::chrono::steady_clock::now();
   p.call();
@@ -120,7 +129,7 @@ Timing time_calls(const Problem& p, Device d, int repeat, Tensor& flush) {
   const int runs = std::max(1, std::min(repeat, static_cast<int>(kBudgetSeconds / std::max(warmup, 1e-9))));
   std::vector<double> times;
   for (int i = 0; i < runs; ++i) {
-    fill_(flush, static_cast<double>(i));
+    flush.run();
     backend.synchronize(d.index);
     start = std::chrono::steady_clock::now();
     p.call();
@@ -150,6 +159,7 @@ int run_bench(const std::string& op, const std::string& device, int repeat) {
   MINIDL_CHECK(op == "matmul" || op == "conv2d" || op == "all", "bench: --op must be matmul, conv2d or all, not '", op,
                "'");
   MINIDL_CHECK(repeat >= 1, "bench: --repeat must be at least 1");
+  const std::vector<Device> devices = bench_devices(device);
   int threads = 1;
 #ifdef _OPENMP
   threads = omp_get_max_threads();
@@ -160,8 +170,8 @@ int run_bench(const std::string& op, const std::string& device, int repeat) {
       repeat, threads);
   std::printf("%-24s %-36s %-7s %-14s %10s %10s %5s\n", "key", "size", "device", "kernel", "ms", "GFLOP/s", "runs");
   manual_seed(0);
-  for (const Device d : bench_devices(device)) {
-    Tensor flush = empty({kFlushBytes / 4}, TensorOptions(DType::float32, d));
+  for (const Device d : devices) {
+    CacheFlush flush(d);
     std::vector<Problem> problems;
     if (op != "conv2d") problems = matmul_problems(d);
     if (op != "matmul")
