@@ -10,6 +10,8 @@ void register_reduce_kernels_cuda();       // cuda/reduce.cu
 void register_softmax_kernels_cuda();      // cuda/softmax.cu (and the cuDNN softmax/activation peers)
 void register_dropout_kernels_cuda();      // cuda/dropout.cu
 void register_optim_kernels_cuda();        // cuda/optim.cu
+void register_gru_kernels_cuda();          // cuda/gru_cell.cu
+void register_ctc_kernels_cuda();          // cuda/ctc.cu
 
 void register_cuda_kernels() {
   register_copy_kernels_cuda();
@@ -18,6 +20,8 @@ void register_cuda_kernels() {
   register_softmax_kernels_cuda();
   register_dropout_kernels_cuda();
   register_optim_kernels_cuda();
+  register_gru_kernels_cuda();
+  register_ctc_kernels_cuda();
 }
 
 }  // namespace minidl
