@@ -78,7 +78,9 @@ bool gru_cell_naive(const Tensor& gi, const Tensor& gh, const Tensor& h, Tensor&
 
 bool gru_cell_backward_naive(const Tensor& grad_h_new, const Tensor& h, const Tensor& gates, Tensor& grad_gi,
                              Tensor& grad_gh, Tensor& grad_h) {
-  return MINIDL_FLOAT_TYPES(h.dtype(), { gru_cell_backward_naive_t<T>(grad_h_new, h, gates, grad_gi, grad_gh, grad_h); });
+  return MINIDL_FLOAT_TYPES(h.dtype(), {
+    gru_cell_backward_naive_t<T>(grad_h_new, h, gates, grad_gi, grad_gh, grad_h);
+  });
 }
 
 }  // namespace

@@ -84,7 +84,9 @@ TEST_CASE("GRU (composed): finite differences through a 2-layer bidirectional st
   const Tensor x2 = uniform({6, 2, 2}, -1, 1).requires_grad_();
   std::vector<Tensor> inputs2 = {x2};
   for (const Tensor& t : flatten_weights({random_weights(2, 3)})) inputs2.push_back(t);
-  auto f2 = [](const std::vector<Tensor>& t) { return gru(t[0], unflatten_weights(t, 1), 1, false, GruPath::composed); };
+  auto f2 = [](const std::vector<Tensor>& t) {
+    return gru(t[0], unflatten_weights(t, 1), 1, false, GruPath::composed);
+  };
   CHECK(gradcheck(f2, inputs2) == "");
 }
 

@@ -55,7 +55,11 @@ int run_eval(const EvalArgs& a) {
     uint64_t seed = a.seed;
     if (!*a.seed_flag) {
       auto it = loaded.metadata.find("seed");
-      seed = (it == loaded.metadata.end() ? 1 : std::stoull(it->second)) + 2;
+      try {
+        seed = (it == loaded.metadata.end() ? 1 : std::stoull(it->second)) + 2;
+      } catch (const std::logic_error&) {
+        throw Error(str_cat("'", a.model, "' has a malformed seed '", it->second, "' in its metadata; give --seed"));
+      }
     }
     CaptchaOptions options;
     options.charset = loaded.charset;

@@ -94,7 +94,8 @@ int run_gen(const GenArgs& a) {
       [&](int64_t i) {
         const std::string text = random_captcha_text(options, a.seed, static_cast<uint64_t>(i));
         const Image img = render_captcha(text, options, a.seed, static_cast<uint64_t>(i));
-        if (!a.dry_run) save_png((std::filesystem::path(a.out) / (text + "_" + std::to_string(i) + ".png")).string(), img);
+        if (a.dry_run) return;
+        save_png((std::filesystem::path(a.out) / (text + "_" + std::to_string(i) + ".png")).string(), img);
       },
       [&](int64_t done) {
         const double s = seconds_since_start();
@@ -123,7 +124,8 @@ Command add_gen_command(CLI::App& parent) {
   cmd->add_option("--length", a->length, "characters per captcha: N or A-B")->capture_default_str();
   cmd->add_option("--width", a->width, "image width")->capture_default_str();
   cmd->add_option("--height", a->height, "image height")->capture_default_str();
-  cmd->add_option("--font", a->fonts, "TrueType font file (repeatable; default: DejaVu Sans Bold, see docs/captcha.md)");
+  cmd->add_option("--font", a->fonts,
+                  "TrueType font file (repeatable; default: DejaVu Sans Bold, see docs/captcha.md)");
   cmd->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
   cmd->add_flag("--dry-run", a->dry_run, "render only, write nothing (measures the generator's throughput)");
   return {cmd, [a] { return run_gen(*a); }};

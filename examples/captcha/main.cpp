@@ -9,6 +9,7 @@
 // (2 for bad flags).
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "examples/captcha/common.h"
@@ -30,7 +31,9 @@ int main(int argc, char** argv) {
       if (*c.app) return c.run();
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "captcha: %s\n", e.what());
+    // The generator's own errors already start with "captcha: ".
+    const std::string message = e.what();
+    std::fprintf(stderr, "%s%s\n", message.rfind("captcha: ", 0) == 0 ? "" : "captcha: ", message.c_str());
     return 1;
   }
   return 0;

@@ -338,10 +338,14 @@ Command add_train_command(CLI::App& parent) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = parent.add_subcommand("train", "train the recognizer; prints progress and validation accuracy");
   cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
-  CLI::Option* steps = cmd->add_option("--steps", a->steps, "stop after N training steps (batches)")->check(at_least(1));
-  CLI::Option* epochs = cmd->add_option("--epochs", a->epochs, "epochs to train")->capture_default_str()->check(at_least(1));
+  CLI::Option* steps =
+      cmd->add_option("--steps", a->steps, "stop after N training steps (batches)")->check(at_least(1));
+  CLI::Option* epochs =
+      cmd->add_option("--epochs", a->epochs, "epochs to train")->capture_default_str()->check(at_least(1));
   steps->excludes(epochs);
-  cmd->add_option("--epoch-size", a->epoch_size, "generated captchas per epoch")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--epoch-size", a->epoch_size, "generated captchas per epoch")
+      ->capture_default_str()
+      ->check(at_least(1));
   cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(at_least(1));
   cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--schedule", a->schedule, "learning rate: cosine (decay to 1% over the run) or constant")
@@ -361,7 +365,8 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--save", a->save, "save the model to FILE after each epoch");
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
-  cmd->add_option("--gru", a->gru, "GRU step: fused (gru_cell op) or composed (elementwise ops)")->capture_default_str();
+  cmd->add_option("--gru", a->gru, "GRU step: fused (gru_cell op) or composed (elementwise ops)")
+      ->capture_default_str();
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
       ->check(at_least(1));
