@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "core/autograd.h"

@@ -8,6 +8,7 @@
 //       the text read from each image (resized to the model's input size).
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
