@@ -24,6 +24,8 @@ struct KernelRegistry::Impl {
   // (key, device) -> ordered candidates (rebuilt when the selection changes)
   std::map<std::pair<std::string, int>, std::vector<const KernelInfo*>> cache;
   std::map<std::pair<std::string, int>, std::string> last;
+  // Declines of the call in progress, and of the last served call, per (key, device).
+  std::map<std::pair<std::string, int>, std::vector<std::string>> declining, declined;
   std::set<std::pair<std::string, int>> logged;
   int log_level = 0;
   bool profile = false;
@@ -164,6 +166,14 @@ void KernelRegistry::note_used(const KernelInfo& k) {
     s.last.emplace(id, k.name);
   else if (it->second != k.name)
     it->second = k.name;
+  auto pending = s.declining.find(id);
+  if (pending != s.declining.end() && !pending->second.empty()) {
+    s.declined[id] = std::move(pending->second);
+    pending->second.clear();
+  } else {
+    auto old = s.declined.find(id);
+    if (old != s.declined.end()) old->second.clear();
+  }
   if (s.log_level >= 2 || (s.log_level == 1 && s.logged.insert(id).second))
     std::fprintf(stderr, "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(), device_type_name(k.device),
                  k.name.c_str());
@@ -171,9 +181,24 @@ void KernelRegistry::note_used(const KernelInfo& k) {
 
 void KernelRegistry::note_declined(const KernelInfo& k) {
   Impl& s = impl();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.declining[{k.key, static_cast<int>(k.device)}].push_back(k.name);
+  }
   if (s.log_level >= 1)
     std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel\n", k.key.c_str(),
                  device_type_name(k.device), k.name.c_str());
+}
+
+std::vector<std::string> KernelRegistry::last_declined(const std::string& key, DeviceType device) const {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = s.declined.find({key, static_cast<int>(device)});
+  return it == s.declined.end() ? std::vector<std::string>{} : it->second;
+}
+
+std::vector<std::string> last_declined_kernels(const std::string& key, DeviceType device) {
+  return KernelRegistry::instance().last_declined(key, device);
 }
 
 bool KernelRegistry::profiling() const { return impl().profile; }

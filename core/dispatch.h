@@ -68,6 +68,8 @@ class KernelRegistry {
   std::vector<const KernelInfo*> all() const;
   // The name of the kernel that served the last call of (key, device), "" if none yet.
   std::string last_used(const std::string& key, DeviceType device) const;
+  // The kernels that declined the last call of (key, device) before one accepted it.
+  std::vector<std::string> last_declined(const std::string& key, DeviceType device) const;
   void note_used(const KernelInfo& k);
   void note_declined(const KernelInfo& k);
   // MINIDL_PROFILE: whether to time calls, and where the times go.
@@ -137,6 +139,8 @@ void select_kernel(const std::string& op, DeviceType device, const std::string& 
 void select_kernels_from_spec(const std::string& spec);
 // The kernel that served the last call of (key, device): "" if none yet. Tests assert with it.
 std::string last_kernel(const std::string& key, DeviceType device);
+// The kernels that declined the last call of (key, device) before another served it.
+std::vector<std::string> last_declined_kernels(const std::string& key, DeviceType device);
 // Clears every selection (tests use it to restore defaults).
 void reset_kernel_selection();
 

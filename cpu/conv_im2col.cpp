@@ -26,33 +26,18 @@
 #include "ops/kernel_signatures.h"
 
 #ifdef MINIDL_WITH_OPENBLAS
-#include <cblas.h>
-
 #include <algorithm>
 #include <climits>
-#include <memory>
+#include <vector>
 
+#include "cpu/blas.h"
 #include "cpu/strided.h"
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 namespace minidl {
 
 namespace {
 
 constexpr int64_t kMinColumns = 256;  // below this many GEMM columns, group images
-
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
-               const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
-void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
-               const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta, tb, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
-}
 
 struct ConvShape {
   int64_t n, c, h, w, o, kh, kw, oh, ow;
@@ -97,7 +82,10 @@ void im2col(const T* x, const ConvShape& s, T* col, int64_t ld) {
           }
           const T* src = x + (c * s.h + h) * s.w;  // src[q*sw - pw + j] for q in [q0, q1)
           std::fill(dst, dst + in.q0, T(0));
-          for (int64_t q = in.q0; q < in.q1; ++q) dst[q] = src[q * s.sw - s.pw + j];
+          if (s.sw == 1)  // a contiguous run: a plain copy
+            std::copy(src + in.q0 - s.pw + j, src + in.q1 - s.pw + j, dst + in.q0);
+          else
+            for (int64_t q = in.q0; q < in.q1; ++q) dst[q] = src[q * s.sw - s.pw + j];
           std::fill(dst + in.q1, dst + s.ow, T(0));
         }
       }
@@ -116,7 +104,12 @@ void col2im(const T* col, int64_t ld, const ConvShape& s, T* dx) {
           if (h < 0 || h >= s.h) continue;
           const T* src = row + p * s.ow;
           T* dst = dx + (c * s.h + h) * s.w;
-          for (int64_t q = in.q0; q < in.q1; ++q) dst[q * s.sw - s.pw + j] += src[q];
+          if (s.sw == 1) {  // contiguous: the compiler vectorises this form
+            T* run = dst - s.pw + j;
+            for (int64_t q = in.q0; q < in.q1; ++q) run[q] += src[q];
+          } else {
+            for (int64_t q = in.q0; q < in.q1; ++q) dst[q * s.sw - s.pw + j] += src[q];
+          }
         }
       }
 }
@@ -139,12 +132,14 @@ void scatter_images(const T* stage, const ConvShape& s, int64_t n0, int64_t g, T
       std::copy(stage + o * cols + b * p, stage + o * cols + (b + 1) * p, y + ((n0 + b) * s.o + o) * p);
 }
 
-int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
+// Scratch memory for the col and staging buffers, kept on the calling thread between calls: a fresh
+// multi-megabyte allocation per call would be page-faulted in again on every call. Each kernel call
+// takes it whole (kernels do not call each other), so one buffer per thread is enough.
+template <class T>
+T* scratch(int64_t count) {
+  thread_local std::vector<T> buffer;
+  if (static_cast<int64_t>(buffer.size()) < count) buffer.resize(count);
+  return buffer.data();
 }
 
 // How the batch is cut: `chunks` contiguous slices of images (one per thread), `group` images per GEMM.
@@ -155,7 +150,7 @@ struct Plan {
 
 Plan plan_for(const ConvShape& s) {
   Plan plan;
-  plan.chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(max_threads(), s.n)));
+  plan.chunks = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(blas::max_threads(), s.n)));
   const int64_t per_chunk = (s.n + plan.chunks - 1) / plan.chunks;
   if (s.p() < kMinColumns) plan.group = std::max<int64_t>(1, std::min(per_chunk, (kMinColumns + s.p() - 1) / s.p()));
   return plan;
@@ -169,11 +164,9 @@ void for_each_chunk(int64_t images, int chunks, Body body) {
     body(int64_t(0), images, 0);
     return;
   }
-  const int blas_threads = openblas_get_num_threads();
-  openblas_set_num_threads(1);
+  blas::SingleThreadedBlas single_threaded;
 #pragma omp parallel for schedule(static) num_threads(chunks)
   for (int t = 0; t < chunks; ++t) body(images * t / chunks, images * (t + 1) / chunks, t);
-  openblas_set_num_threads(blas_threads);
 }
 
 template <class T>
@@ -181,9 +174,9 @@ void forward(const T* x, const T* w, T* y, const ConvShape& s) {
   const Plan plan = plan_for(s);
   const int64_t ck = s.ck(), p = s.p();
   const int64_t col_size = ck * plan.group * p, stage_size = plan.group > 1 ? s.o * plan.group * p : 0;
-  std::unique_ptr<T[]> buffers(new T[plan.chunks * (col_size + stage_size)]);
+  T* buffers = scratch<T>(plan.chunks * (col_size + stage_size));
   for_each_chunk(s.n, plan.chunks, [&](int64_t first, int64_t end, int t) {
-    T* col = buffers.get() + t * (col_size + stage_size);
+    T* col = buffers + t * (col_size + stage_size);
     T* stage = col + col_size;
     for (int64_t n0 = first; n0 < end; n0 += plan.group) {
       const int64_t g = std::min(plan.group, end - n0), cols = g * p;
@@ -193,7 +186,7 @@ void forward(const T* x, const T* w, T* y, const ConvShape& s) {
       else
         for (int64_t i = 0; i < g; ++i) im2col(x + (n0 + i) * s.image(), s, col + i * p, cols);
       T* out = g == 1 ? y + n0 * s.o * p : stage;
-      blas_gemm(CblasNoTrans, CblasNoTrans, s.o, cols, ck, w, ck, b, cols, T(0), out, cols);
+      blas::gemm(false, false, s.o, cols, ck, w, ck, b, cols, T(0), out, cols);
       if (g > 1) scatter_images(stage, s, n0, g, y);
     }
   });
@@ -204,9 +197,9 @@ void backward_input(const T* dy, const T* w, T* dx, const ConvShape& s) {
   const Plan plan = plan_for(s);
   const int64_t ck = s.ck(), p = s.p();
   const int64_t col_size = ck * plan.group * p, stage_size = plan.group > 1 ? s.o * plan.group * p : 0;
-  std::unique_ptr<T[]> buffers(new T[plan.chunks * (col_size + stage_size)]);
+  T* buffers = scratch<T>(plan.chunks * (col_size + stage_size));
   for_each_chunk(s.n, plan.chunks, [&](int64_t first, int64_t end, int t) {
-    T* dcol = buffers.get() + t * (col_size + stage_size);
+    T* dcol = buffers + t * (col_size + stage_size);
     T* stage = dcol + col_size;
     for (int64_t n0 = first; n0 < end; n0 += plan.group) {
       const int64_t g = std::min(plan.group, end - n0), cols = g * p;
@@ -216,10 +209,10 @@ void backward_input(const T* dy, const T* w, T* dx, const ConvShape& s) {
         dy_cols = stage;
       }
       if (g == 1 && s.col_is_image()) {  // dcol is dx itself
-        blas_gemm(CblasTrans, CblasNoTrans, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dx + n0 * s.image(), cols);
+        blas::gemm(true, false, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dx + n0 * s.image(), cols);
         continue;
       }
-      blas_gemm(CblasTrans, CblasNoTrans, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dcol, cols);
+      blas::gemm(true, false, ck, cols, s.o, w, ck, dy_cols, cols, T(0), dcol, cols);
       for (int64_t i = 0; i < g; ++i) {
         T* dx_n = dx + (n0 + i) * s.image();
         std::fill(dx_n, dx_n + s.image(), T(0));
@@ -235,10 +228,10 @@ void backward_weight(const T* x, const T* dy, T* dw, const ConvShape& s) {
   const int64_t ck = s.ck(), p = s.p(), dw_size = s.o * ck;
   const int64_t col_size = ck * plan.group * p, stage_size = plan.group > 1 ? s.o * plan.group * p : 0;
   // Chunk 0 sums straight into dw; the others into their own partial dW, added at the end.
-  std::unique_ptr<T[]> buffers(new T[plan.chunks * (col_size + stage_size) + (plan.chunks - 1) * dw_size]);
-  T* partials = buffers.get() + plan.chunks * (col_size + stage_size);
+  T* buffers = scratch<T>(plan.chunks * (col_size + stage_size) + (plan.chunks - 1) * dw_size);
+  T* partials = buffers + plan.chunks * (col_size + stage_size);
   for_each_chunk(s.n, plan.chunks, [&](int64_t first, int64_t end, int t) {
-    T* col = buffers.get() + t * (col_size + stage_size);
+    T* col = buffers + t * (col_size + stage_size);
     T* stage = col + col_size;
     T* sum = t == 0 ? dw : partials + (t - 1) * dw_size;
     T beta = 0;
@@ -254,7 +247,7 @@ void backward_weight(const T* x, const T* dy, T* dw, const ConvShape& s) {
         gather_images(dy, s, n0, g, stage);
         dy_cols = stage;
       }
-      blas_gemm(CblasNoTrans, CblasTrans, s.o, ck, cols, dy_cols, cols, b, cols, beta, sum, ck);
+      blas::gemm(false, true, s.o, ck, cols, dy_cols, cols, b, cols, beta, sum, ck);
       beta = 1;
     }
     if (beta == 0) std::fill(sum, sum + dw_size, T(0));  // a chunk without images

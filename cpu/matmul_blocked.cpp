@@ -5,9 +5,9 @@
 //   2. Loop order i-k-j: the inner loop is  c[i, j..] += a[i, k] * b[k, j..],  a vector multiply-add
 //      over contiguous rows that the compiler vectorises (the naive i-j-k order walks b by columns).
 //   3. Register blocking: four rows of C are updated together, so every b[k, j] loaded feeds 4 FMAs.
-//   4. Cache blocking: a kKc x kNc tile of op(B) (128 x 512 floats = 256 KiB) stays in L2 while every
-//      row of C is updated with it, instead of streaming all of B from memory for each row.
-//   5. Threads: the rows of C are split across OpenMP threads for each tile.
+//   4. Cache blocking: a kKc x kNc tile of op(B) (128 x 512 floats = 256 KiB) stays in L2 while the
+//      kMc rows of a block of C are updated with it, instead of streaming all of B for each row.
+//   5. Threads: the blocks of rows of C are split across OpenMP threads.
 // Still far from OpenBLAS (no packed micro-panels, no hand-tuned register kernel), which is the point.
 //   out[i] = op(a[i]) op(b[i]),  a [B, ra, ca], b [B, rb, cb], out [B, M, N] contiguous.
 // Accumulation convention: out is overwritten (=): each matrix is zeroed, then every tile adds into it.
@@ -26,6 +26,7 @@ namespace {
 constexpr int64_t kKc = 128;  // rows of the B tile (the k extent of one pass)
 constexpr int64_t kNc = 512;  // columns of the B tile
 constexpr int64_t kRows = 4;  // rows of C updated together
+constexpr int64_t kMc = 32;   // rows of C per block (one thread's unit of work); each B tile serves all of them
 
 // src [rows, cols] row-major -> dst [cols, rows] row-major.
 template <class T>
@@ -68,22 +69,20 @@ void update_row(const T* a, const T* b, int64_t ldb, T* c, int64_t kc, int64_t n
 template <class T>
 void blocked_product(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
   std::memset(c, 0, sizeof(T) * m * n);
-  const int64_t groups = (m + kRows - 1) / kRows;
-  const bool parallel = m * n * k > (1 << 18);
-#pragma omp parallel if (parallel)
-  for (int64_t k0 = 0; k0 < k; k0 += kKc) {
-    const int64_t kc = std::min(kKc, k - k0);
-    for (int64_t j0 = 0; j0 < n; j0 += kNc) {
-      const int64_t nc = std::min(kNc, n - j0);
-      const T* b_tile = b + k0 * n + j0;
-#pragma omp for schedule(static)
-      for (int64_t g = 0; g < groups; ++g) {
-        const int64_t i0 = g * kRows;
-        if (i0 + kRows <= m) {
-          update_rows4(a + i0 * k + k0, k, b_tile, n, c + i0 * n + j0, n, kc, nc);
-        } else {
-          for (int64_t i = i0; i < m; ++i) update_row(a + i * k + k0, b_tile, n, c + i * n + j0, kc, nc);
-        }
+  const int64_t blocks = (m + kMc - 1) / kMc;
+  // One parallel loop over blocks of rows: each thread walks all tiles for its own rows, so threads never
+  // wait for each other until the end (a barrier per tile costs a scheduler time slice on a busy machine).
+#pragma omp parallel for schedule(static) if (m * n * k > (1 << 18))
+  for (int64_t block = 0; block < blocks; ++block) {
+    const int64_t row_end = std::min(m, (block + 1) * kMc);
+    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k - k0);
+      for (int64_t j0 = 0; j0 < n; j0 += kNc) {
+        const int64_t nc = std::min(kNc, n - j0);
+        const T* b_tile = b + k0 * n + j0;
+        int64_t i = block * kMc;
+        for (; i + kRows <= row_end; i += kRows) update_rows4(a + i * k + k0, k, b_tile, n, c + i * n + j0, n, kc, nc);
+        for (; i < row_end; ++i) update_row(a + i * k + k0, b_tile, n, c + i * n + j0, kc, nc);
       }
     }
   }

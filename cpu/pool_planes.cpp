@@ -4,8 +4,9 @@
 //     overlapping windows only ever share positions within one plane, so no two threads write one place);
 //   - each window is clipped to the input once ([h0, h1) x [v0, v1)), so the inner loops carry no
 //     per-element padding test and read contiguous runs of a row.
-// The backward stages keep the reference's order: windows in row-major order, and within a window the
-// first position (row-major) where x == y receives the gradient.
+//   - max_pool2d.backward finds each window's winner (the first position, row-major, where x == y) as a
+//     branch-free running argmax instead of a search with an early exit.
+// Results equal the reference's: the same winners, windows added in the same order.
 // Accumulation convention: y is overwritten (=); grad_x is zeroed per plane, then windows add (+=).
 #include <algorithm>
 
@@ -69,14 +70,21 @@ void max_backward(const T* x, const T* y, const T* gy, T* gx, const PoolDims& d,
       for (int64_t q = 0; q < d.ow; ++q) {
         const Span cols = clip(q, pp.stride_w, pp.pad_w, pp.kernel_w, d.w);
         const T target = yp[p * d.ow + q];
-        int64_t winner = -1;
-        for (int64_t h = rows.begin; h < rows.end && winner < 0; ++h)
-          for (int64_t v = cols.begin; v < cols.end; ++v)
-            if (xp[h * d.w + v] == target) {
-              winner = h * d.w + v;
-              break;
-            }
-        if (winner >= 0) gxp[winner] += gyp[p * d.ow + q];
+        // A running argmax with a strict >: it moves only to strictly greater values, so it stops at the
+        // first occurrence of the window's maximum, which is the position the rule asks for when that
+        // maximum is y (checked last; NaN windows fall out there as in the reference). Unlike a search
+        // for x == y with an early exit, this compiles to conditional moves: no mispredicted branch
+        // per window.
+        int64_t winner = rows.begin * d.w + cols.begin;
+        T best = xp[winner];
+        for (int64_t h = rows.begin; h < rows.end; ++h)
+          for (int64_t v = cols.begin; v < cols.end; ++v) {
+            const T value = xp[h * d.w + v];
+            const bool better = value > best;
+            best = better ? value : best;
+            winner = better ? h * d.w + v : winner;
+          }
+        if (xp[winner] == target) gxp[winner] += gyp[p * d.ow + q];
       }
     }
   }

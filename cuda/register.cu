@@ -12,6 +12,7 @@ void register_dropout_kernels_cuda();      // cuda/dropout.cu
 void register_optim_kernels_cuda();        // cuda/optim.cu
 void register_gru_kernels_cuda();          // cuda/gru_cell.cu
 void register_ctc_kernels_cuda();          // cuda/ctc.cu
+// register_cuda_dense_kernels (cuda/register.h): matmul, conv2d, pooling, batch norm (cuda/register_dense.cu)
 
 void register_cuda_kernels() {
   register_copy_kernels_cuda();
@@ -22,6 +23,7 @@ void register_cuda_kernels() {
   register_optim_kernels_cuda();
   register_gru_kernels_cuda();
   register_ctc_kernels_cuda();
+  register_cuda_dense_kernels();
 }
 
 }  // namespace minidl

@@ -8,5 +8,6 @@ namespace minidl {
 
 DeviceBackend* make_cuda_backend();  // cuda/backend.cu
 void register_cuda_kernels();        // cuda/register.cu: all of the per-file functions
+void register_cuda_dense_kernels();  // cuda/register_dense.cu: matmul, conv2d, pooling, batch norm
 
 }  // namespace minidl

@@ -18,12 +18,19 @@ namespace minidl {
 
 namespace {
 
-// out[i] = op(a[i]) op(b[i]) through the dispatch table, no autograd. a, b packed 3-D.
+// out[i] = op(a[i]) op(b[i]) through the dispatch table, no autograd. a, b packed 3-D. Empty products
+// never reach the kernels: an empty sum (K = 0) is zeros.
 Tensor gemm_kernel(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b) {
   const int64_t batch = a.shape()[0];
   const int64_t m = trans_a ? a.shape()[2] : a.shape()[1];
   const int64_t n = trans_b ? b.shape()[1] : b.shape()[2];
+  const int64_t k = trans_a ? a.shape()[1] : a.shape()[2];
   Tensor out = empty({batch, m, n}, a.options());
+  if (out.numel() == 0) return out;
+  if (k == 0) {
+    fill_(out, 0.0);
+    return out;
+  }
   dispatch<MatmulKernel>("matmul", a.device(), a, b, out, trans_a, trans_b);
   return out;
 }

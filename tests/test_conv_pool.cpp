@@ -151,6 +151,24 @@ TEST_CASE("conv2d gradients (float64 finite differences, every CPU kernel)", "[c
   }
 }
 
+TEST_CASE("conv2d and pooling accept non-contiguous inputs", "[conv][pool]") {
+  const Tensor x = uniform({2, 3, 9, 7}, -1, 1, DType::float32).transpose(2, 3);  // [2,3,7,9], strided
+  const Tensor w = uniform({4, 3, 3, 2}, -1, 1, DType::float32);
+  const Tensor packed = x.contiguous();
+  for_each_kernel("conv2d", [&](Device d, const std::string& name) {
+    CHECK(compare(conv2d(x.to(d), w.to(d), Tensor(), 2, 1), conv2d(packed.to(d), w.to(d), Tensor(), 2, 1), 0, 0) == "");
+    CHECK(last_kernel("conv2d", d.type) == name);
+  });
+  for_each_kernel("max_pool2d", [&](Device d, const std::string& name) {
+    CHECK(compare(max_pool2d(x.to(d), 3, 2, 1), max_pool2d(packed.to(d), 3, 2, 1), 0, 0) == "");
+    CHECK(last_kernel("max_pool2d", d.type) == name);
+  });
+  for_each_kernel("avg_pool2d", [&](Device d, const std::string& name) {
+    CHECK(compare(avg_pool2d(x.to(d), 2), avg_pool2d(packed.to(d), 2), 0, 0) == "");
+    CHECK(last_kernel("avg_pool2d", d.type) == name);
+  });
+}
+
 TEST_CASE("conv2d skips the input gradient when the input needs none", "[conv]") {
   Tensor x = uniform({2, 1, 6, 6}, -1, 1, DType::float32);
   Tensor w = uniform({3, 1, 3, 3}, -1, 1, DType::float32).requires_grad_();

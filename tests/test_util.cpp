@@ -1,6 +1,7 @@
 #include "tests/test_util.h"
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -63,6 +64,13 @@ std::vector<std::string> kernels_for(const std::string& key, DeviceType device) 
   for (const KernelInfo* k : KernelRegistry::instance().all())
     if (k->key == key && k->device == device) names.push_back(k->name);
   return names;
+}
+
+bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline) {
+  if (last_kernel(key, device) == name) return true;
+  if (!may_decline) return false;
+  const std::vector<std::string> declined = last_declined_kernels(key, device);
+  return std::find(declined.begin(), declined.end(), name) != declined.end();
 }
 
 void for_each_kernel(const std::string& key, const std::function<void(Device, const std::string&)>& body) {

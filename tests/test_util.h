@@ -40,6 +40,12 @@ std::vector<std::string> kernels_for(const std::string& key, DeviceType device);
 // restored to the defaults afterwards.
 void for_each_kernel(const std::string& key, const std::function<void(Device, const std::string&)>& body);
 
+// True when kernel `name` served the last call of (key, device); or, when `may_decline` is set, when it
+// declined that call (a contiguous-only kernel given a strided view, say) and another kernel served it.
+// Tests pass may_decline only for inputs a kernel is allowed to refuse, so a kernel that wrongly
+// refuses everything still fails on the plain inputs.
+bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
+
 // Restores default kernel selection at scope exit.
 struct SelectionReset {
   ~SelectionReset() { reset_kernel_selection(); }

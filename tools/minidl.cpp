@@ -1,6 +1,8 @@
 // tools/minidl.cpp — the `minidl` command: inspect the build and the dispatch table.
 //   minidl kernels [--op OP]   every registered kernel: op, stage, device, name, default?, description
 //   minidl info                devices, driver/runtime/library versions, build configuration
+//   minidl bench [--op matmul|conv2d|all] [--device cpu|cuda|all] [--repeat N]
+//                              GFLOP/s of every registered matmul and conv2d kernel (tools/bench.cpp)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <map>
@@ -9,6 +11,10 @@
 #include "core/info.h"
 
 using namespace minidl;
+
+namespace minidl {
+int run_bench(const std::string& op, const std::string& device, int repeat);  // tools/bench.cpp
+}  // namespace minidl
 
 static int list_kernels(const std::string& only_op) {
   KernelRegistry& registry = KernelRegistry::instance();
@@ -36,11 +42,18 @@ int main(int argc, char** argv) {
   CLI::App* kernels = app.add_subcommand("kernels", "list every registered kernel of the dispatch table");
   kernels->add_option("--op", only_op, "only this op");
   CLI::App* info = app.add_subcommand("info", "devices, library versions and build configuration");
+  std::string bench_op = "all", bench_device = "cpu";
+  int bench_repeat = 10;
+  CLI::App* bench = app.add_subcommand("bench", "time every matmul and conv2d kernel (GFLOP/s)");
+  bench->add_option("--op", bench_op, "matmul, conv2d or all (default all)");
+  bench->add_option("--device", bench_device, "cpu, cuda or all (default cpu)");
+  bench->add_option("--repeat", bench_repeat, "timed calls per kernel; the median is reported (default 10)");
 
   CLI11_PARSE(app, argc, argv);
   try {
     select_kernels_from_flags(kernel_flags);
     if (*kernels) return list_kernels(only_op);
+    if (*bench) return run_bench(bench_op, bench_device, bench_repeat);
     if (*info) {
       std::fputs(system_info_report().c_str(), stdout);
       return 0;

@@ -1,11 +1,15 @@
 // examples/mnist/main.cpp — `mnist`: train, evaluate and use a CNN on MNIST.
 //
 //   mnist train [--data DIR] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
-//               [--seed N] [--metrics FILE] [--save FILE] [--kernel OP=NAME]...
+//               [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--save FILE]
+//               [--kernel OP=NAME]...
 //   mnist eval --model FILE [--data DIR]
 //   mnist predict --model FILE IMAGE...
 //
-// Defaults: 3 epochs (about 99% test accuracy), batch 64, Adam with lr 1e-3, seed 1, every training image.
+// Defaults: 3 epochs, batch 64, Adam whose lr follows a one-cycle schedule peaking at --lr 2e-3 (a short
+// warm-up, then cosine decay to almost zero over the whole run: the decay is what lifts a 3-epoch run
+// from about 98.9% to 99%+ test accuracy), seed 1, every training image. --schedule cosine decays from
+// --lr per batch, step multiplies it by 0.7 each epoch (PyTorch's MNIST example), none keeps it.
 // --metrics writes per epoch: epoch, train_loss, train_accuracy, test_loss, test_accuracy, seconds (the
 // epoch's wall time, test included), train_seconds, images_per_second (training images / train_seconds),
 // device, batch_size, lr.
@@ -23,6 +27,7 @@
 #include "core/random.h"
 #include "examples/mnist/model.h"
 #include "nn/checkpoint.h"
+#include "nn/lr_schedule.h"
 #include "nn/data.h"
 #include "nn/image.h"
 #include "nn/metrics.h"
@@ -165,10 +170,10 @@ std::string percent(double fraction) {
 // ------------------------------------------------------------------ mnist train
 
 struct TrainFlags {
-  std::string data, device = "auto", metrics, save;
+  std::string data, device = "auto", metrics, save, schedule = "onecycle";
   int epochs = 3;
   int64_t batch = 64, limit = 0;
-  double lr = 1e-3;
+  double lr = 2e-3;
   uint64_t seed = 1;
   std::vector<std::string> kernels;
 };
@@ -195,14 +200,25 @@ int train(const TrainFlags& f) {
   train_options.shuffle = true;
   train_options.seed = f.seed;
   DataLoader train_loader(train_set, train_options);
+  // Per-batch schedules step after every optimizer step; StepLR after every epoch.
+  const int64_t total_steps = static_cast<int64_t>(f.epochs) * train_loader.num_batches();
+  std::unique_ptr<LRScheduler> scheduler;
+  if (f.schedule == "onecycle")
+    scheduler = std::make_unique<OneCycleLR>(optimizer, f.lr, total_steps);
+  else if (f.schedule == "cosine")
+    scheduler = std::make_unique<CosineAnnealingLR>(optimizer, total_steps);
+  else if (f.schedule == "step")
+    scheduler = std::make_unique<StepLR>(optimizer, 1, 0.7);
+  const bool per_batch_schedule = f.schedule == "onecycle" || f.schedule == "cosine";
+
   DataLoaderOptions test_options;
   test_options.batch_size = eval_batch_size(device);
   DataLoader test_loader(test_set, test_options);
   std::unique_ptr<MetricsWriter> metrics;
   if (!f.metrics.empty()) metrics = std::make_unique<MetricsWriter>(f.metrics);
 
-  std::printf("mnist: model %s, %lld parameters; Adam lr %g; %d epoch(s) of %lld batches of %lld\n",
-              mnist::kModelName, static_cast<long long>(model->parameter_count()), f.lr, f.epochs,
+  std::printf("mnist: model %s, %lld parameters; Adam lr %g (schedule %s); %d epoch(s) of %lld batches of %lld\n",
+              mnist::kModelName, static_cast<long long>(model->parameter_count()), f.lr, f.schedule.c_str(), f.epochs,
               static_cast<long long>(train_loader.num_batches()), static_cast<long long>(f.batch));
   std::fflush(stdout);
 
@@ -218,6 +234,7 @@ int train(const TrainFlags& f) {
       optimizer.zero_grad();
       loss.backward();
       optimizer.step();
+      if (scheduler && per_batch_schedule) scheduler->step();
       stats.add(loss, logits, batch.targets);
       ++step;
       if (progress.due(step)) {
@@ -226,6 +243,7 @@ int train(const TrainFlags& f) {
       }
     }
     stats.flush();
+    if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
     test = evaluate(*model, test_loader, device);
@@ -350,7 +368,12 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--epochs", tf.epochs, "passes over the training data")->capture_default_str()
       ->check(at_least(1));
   train_cmd->add_option("--batch", tf.batch, "batch size")->capture_default_str()->check(at_least(1));
-  train_cmd->add_option("--lr", tf.lr, "Adam learning rate")->capture_default_str()->check(positive());
+  train_cmd->add_option("--lr", tf.lr, "Adam learning rate (the peak of the one-cycle schedule)")
+      ->capture_default_str()
+      ->check(positive());
+  train_cmd->add_option("--schedule", tf.schedule, "learning-rate schedule")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
   train_cmd->add_option("--limit", tf.limit, "train on the first N training images only (0: all)")
       ->capture_default_str()->check(at_least(0));
   train_cmd->add_option("--seed", tf.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();

@@ -1,0 +1,293 @@
+// cuda/conv_cudnn.cu — conv2d through cuDNN's classic convolution API: kernel "cudnn" of keys
+// "conv2d" (cudnnConvolutionForward), "conv2d.backward_input" (cudnnConvolutionBackwardData) and
+// "conv2d.backward_weight" (cudnnConvolutionBackwardFilter). Same math as ops/kernel_signatures.h:
+// NCHW float32, CUDNN_CROSS_CORRELATION, no dilation, no groups; alpha = 1, beta = 0, so the outputs
+// are overwritten (=).
+//
+// Algorithm choice. cuDNN offers several algorithms per stage (implicit GEMM, FFT, Winograd, ...),
+// whose speed depends on the shapes. The first call of each (device, shapes, parameters, stage) runs
+// cudnnFind*AlgorithmEx, which times every algorithm that fits a workspace of at most
+// kWorkspaceLimit bytes on the call's own buffers (it writes the output, which the real call then
+// overwrites), and caches the successful ones, fastest first. Later calls reuse the cache. If the
+// chosen algorithm fails to run (its workspace cannot be allocated, or cuDNN refuses it) the next one
+// is tried and becomes the cached choice.
+//
+// Precision. cuDNN's default math type allows TF32 tensor cores for float32 on Ampere and later, so
+// unless MINIDL_TF32=1 we set CUDNN_FMA_MATH and keep only algorithms reporting FMA math: exact
+// float32, like the CPU. With MINIDL_TF32=1, CUDNN_DEFAULT_MATH and whatever cuDNN finds fastest.
+// Each execution sets the math type the chosen algorithm was timed with (cuDNN needs the pair).
+//
+// Declines (returns false, so the next kernel runs): dtypes other than float32, empty tensors, sizes
+// beyond int, and the case where no algorithm is usable.
+#ifdef MINIDL_WITH_CUDNN
+#include <algorithm>
+#include <array>
+#include <initializer_list>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "cuda/cuda_common.h"
+#include "cuda/dense_common.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+using cuda::CudnnConvDesc;
+using cuda::CudnnFilterDesc;
+using cuda::CudnnTensorDesc;
+
+constexpr size_t kWorkspaceLimit = size_t{512} << 20;
+
+enum class Stage { forward = 0, backward_input = 1, backward_weight = 2 };
+
+const char* stage_name(Stage s) {
+  switch (s) {
+    case Stage::forward: return "conv2d";
+    case Stage::backward_input: return "conv2d.backward_input";
+    case Stage::backward_weight: return "conv2d.backward_weight";
+  }
+  return "?";
+}
+
+// An algorithm that ran successfully in the search, with what it needs.
+struct AlgoChoice {
+  int algo;                // a cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t of the stage
+  cudnnMathType_t math;    // the math type it was timed with
+  size_t workspace_bytes;  // the workspace it asked for
+};
+
+// One convolution call of any stage: the descriptors and the three buffers. For backward stages,
+// `x` is grad_x (backward_input) and `w` is grad_w (backward_weight); `y` is y or grad_y.
+struct ConvCall {
+  Stage stage;
+  int device;
+  cudnnHandle_t handle;
+  CudnnTensorDesc x_desc, y_desc;
+  CudnnFilterDesc w_desc;
+  CudnnConvDesc conv_desc;
+  void* x;
+  void* w;
+  void* y;
+
+  ConvCall(Stage s, int dev, const Shape& xs, const Shape& ws, const Shape& ys, const Conv2dParams& p, void* x_,
+           void* w_, void* y_)
+      : stage(s),
+        device(dev),
+        handle(cuda::cudnn_handle(dev)),
+        x_desc(int(xs[0]), int(xs[1]), int(xs[2]), int(xs[3])),
+        y_desc(int(ys[0]), int(ys[1]), int(ys[2]), int(ys[3])),
+        w_desc(int(ws[0]), int(ws[1]), int(ws[2]), int(ws[3])),
+        conv_desc(p.pad_h, p.pad_w, p.stride_h, p.stride_w),
+        x(x_),
+        w(w_),
+        y(y_) {}
+};
+int algo_count(Stage s) {
+  switch (s) {
+    case Stage::forward: return CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    case Stage::backward_input: return CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+    case Stage::backward_weight: return CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  }
+  return 0;
+}
+
+// The workspace `algo` needs, or false when cuDNN does not support it for this call.
+bool workspace_size(const ConvCall& c, int algo, size_t& bytes) {
+  cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
+  switch (c.stage) {
+    case Stage::forward:
+      st = cudnnGetConvolutionForwardWorkspaceSize(c.handle, c.x_desc.get(), c.w_desc.get(), c.conv_desc.get(),
+                                                   c.y_desc.get(), static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                                   &bytes);
+      break;
+    case Stage::backward_input:
+      st = cudnnGetConvolutionBackwardDataWorkspaceSize(c.handle, c.w_desc.get(), c.y_desc.get(), c.conv_desc.get(),
+                                                        c.x_desc.get(),
+                                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), &bytes);
+      break;
+    case Stage::backward_weight:
+      st = cudnnGetConvolutionBackwardFilterWorkspaceSize(c.handle, c.x_desc.get(), c.y_desc.get(),
+                                                          c.conv_desc.get(), c.w_desc.get(),
+                                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), &bytes);
+      break;
+  }
+  return st == CUDNN_STATUS_SUCCESS;
+}
+
+// Keeps the usable results of a search, in cuDNN's order (fastest first).
+template <class Perf>
+std::vector<AlgoChoice> usable(const Perf* perf, int count, size_t workspace_limit) {
+  std::vector<AlgoChoice> out;
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > workspace_limit) continue;
+    if (!cuda::tf32_enabled() && perf[i].mathType != CUDNN_FMA_MATH) continue;  // could use TF32
+    out.push_back({static_cast<int>(perf[i].algo), perf[i].mathType, perf[i].memory});
+  }
+  return out;
+}
+
+// Times every algorithm of the call's stage (cudnnFind*AlgorithmEx) and returns the usable ones.
+std::vector<AlgoChoice> search(ConvCall& c) {
+  MINIDL_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(c.conv_desc.get(), cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  // The search workspace: the most any supported algorithm asks for, within the limit.
+  size_t limit = 0;
+  for (int a = 0; a < algo_count(c.stage); ++a) {
+    size_t bytes = 0;
+    if (workspace_size(c, a, bytes) && bytes <= kWorkspaceLimit) limit = std::max(limit, bytes);
+  }
+  Tensor workspace;
+  try {
+    if (limit > 0) workspace = cuda::scratch_bytes(limit, c.device);
+  } catch (const OutOfMemoryError&) {
+    limit = 0;  // search among the algorithms that need no workspace
+  }
+  void* ws = limit > 0 ? workspace.raw_data() : nullptr;
+
+  const int requested = algo_count(c.stage);
+  int returned = 0;
+  switch (c.stage) {
+    case Stage::forward: {
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(requested);
+      MINIDL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(c.handle, c.x_desc.get(), c.x, c.w_desc.get(), c.w,
+                                                                c.conv_desc.get(), c.y_desc.get(), c.y, requested,
+                                                                &returned, perf.data(), ws, limit));
+      return usable(perf.data(), returned, limit);
+    }
+    case Stage::backward_input: {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(requested);
+      MINIDL_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(c.handle, c.w_desc.get(), c.w, c.y_desc.get(),
+                                                                     c.y, c.conv_desc.get(), c.x_desc.get(), c.x,
+                                                                     requested, &returned, perf.data(), ws, limit));
+      return usable(perf.data(), returned, limit);
+    }
+    case Stage::backward_weight: {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(requested);
+      MINIDL_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+          c.handle, c.x_desc.get(), c.x, c.y_desc.get(), c.y, c.conv_desc.get(), c.w_desc.get(), c.w, requested,
+          &returned, perf.data(), ws, limit));
+      return usable(perf.data(), returned, limit);
+    }
+  }
+  return {};
+}
+
+// Runs the call with one algorithm; returns cuDNN's status (errors are the caller's to handle).
+cudnnStatus_t execute(ConvCall& c, const AlgoChoice& choice, void* ws) {
+  const float one = 1.0f, zero = 0.0f;
+  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv_desc.get(), choice.math));
+  switch (c.stage) {
+    case Stage::forward:
+      return cudnnConvolutionForward(c.handle, &one, c.x_desc.get(), c.x, c.w_desc.get(), c.w, c.conv_desc.get(),
+                                     static_cast<cudnnConvolutionFwdAlgo_t>(choice.algo), ws, choice.workspace_bytes,
+                                     &zero, c.y_desc.get(), c.y);
+    case Stage::backward_input:
+      return cudnnConvolutionBackwardData(c.handle, &one, c.w_desc.get(), c.w, c.y_desc.get(), c.y, c.conv_desc.get(),
+                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(choice.algo), ws,
+                                          choice.workspace_bytes, &zero, c.x_desc.get(), c.x);
+    case Stage::backward_weight:
+      return cudnnConvolutionBackwardFilter(c.handle, &one, c.x_desc.get(), c.x, c.y_desc.get(), c.y,
+                                            c.conv_desc.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(choice.algo),
+                                            ws, choice.workspace_bytes, &zero, c.w_desc.get(), c.w);
+  }
+  return CUDNN_STATUS_BAD_PARAM;
+}
+
+// The algorithm cache: (device, stage, x shape, w shape, stride, padding) -> usable algorithms,
+// the one that last ran first.
+using CacheKey = std::array<int64_t, 14>;
+std::mutex g_cache_mutex;
+std::map<CacheKey, std::vector<AlgoChoice>> g_cache;
+
+CacheKey cache_key(const ConvCall& c, const Shape& xs, const Shape& ws, const Conv2dParams& p) {
+  return {c.device, static_cast<int64_t>(c.stage), xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3],
+          p.stride_h, p.stride_w, p.pad_h, p.pad_w};
+}
+
+bool all_float32_on_int_sizes(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts) {
+    if (t->dtype() != DType::float32 || t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
+    for (int64_t d : t->shape())
+      if (!cuda::fits_int(d)) return false;
+  }
+  return true;
+}
+
+// The common path of the three stages: find (or recall) the algorithms, run the first that works.
+bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Tensor& y_like, const Conv2dParams& p,
+              void* x, void* w, void* y) {
+  if (!all_float32_on_int_sizes({&x_like, &w_like, &y_like})) return false;
+  const int device = y_like.device().index;
+  cuda::set_device(device);
+  ConvCall call(stage, device, x_like.shape(), w_like.shape(), y_like.shape(), p, x, w, y);
+
+  // cuDNN must agree with the front end on the output size (it always should; decline if not).
+  int n = 0, c = 0, h = 0, wd = 0;
+  MINIDL_CUDNN_CHECK(
+      cudnnGetConvolution2dForwardOutputDim(call.conv_desc.get(), call.x_desc.get(), call.w_desc.get(), &n, &c, &h, &wd));
+  if (Shape{n, c, h, wd} != y_like.shape()) return false;
+
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  const CacheKey key = cache_key(call, x_like.shape(), w_like.shape(), p);
+  auto it = g_cache.find(key);
+  if (it == g_cache.end()) it = g_cache.emplace(key, search(call)).first;
+  std::vector<AlgoChoice>& choices = it->second;
+
+  while (!choices.empty()) {
+    const AlgoChoice choice = choices.front();
+    Tensor workspace;
+    bool allocated = true;
+    try {
+      if (choice.workspace_bytes > 0) workspace = cuda::scratch_bytes(choice.workspace_bytes, device);
+    } catch (const OutOfMemoryError&) {
+      allocated = false;
+    }
+    if (allocated) {
+      const cudnnStatus_t st = execute(call, choice, choice.workspace_bytes > 0 ? workspace.raw_data() : nullptr);
+      if (st == CUDNN_STATUS_SUCCESS) return true;
+      if (st != CUDNN_STATUS_NOT_SUPPORTED && st != CUDNN_STATUS_BAD_PARAM)
+        throw Error(str_cat(stage_name(stage), " (cudnn): algorithm ", choice.algo, " failed: ",
+                            cudnnGetErrorString(st), "; x ", shape_str(x_like.shape()), ", w ",
+                            shape_str(w_like.shape()), ", y ", shape_str(y_like.shape())));
+    }
+    choices.erase(choices.begin());  // unusable here: the next fastest becomes the choice
+  }
+  return false;  // no algorithm works for this call: let the next kernel take it
+}
+
+bool conv2d_cudnn(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
+  return run_conv(Stage::forward, x, w, y, p, x.raw_data(), w.raw_data(), y.raw_data());
+}
+
+bool conv2d_backward_input_cudnn(const Tensor& grad_y, const Tensor& w, Tensor& grad_x, const Conv2dParams& p) {
+  return run_conv(Stage::backward_input, grad_x, w, grad_y, p, grad_x.raw_data(), w.raw_data(), grad_y.raw_data());
+}
+
+bool conv2d_backward_weight_cudnn(const Tensor& x, const Tensor& grad_y, Tensor& grad_w, const Conv2dParams& p) {
+  return run_conv(Stage::backward_weight, x, grad_w, grad_y, p, x.raw_data(), grad_w.raw_data(), grad_y.raw_data());
+}
+
+}  // namespace
+
+void register_conv_cudnn_kernels_cuda() {
+  const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
+  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "cudnn", 20,
+                                str_cat("cudnnConvolutionForward, fastest algorithm found once per shape; ", precision),
+                                conv2d_cudnn);
+  register_kernel<Conv2dBackwardInputKernel>(
+      "conv2d.backward_input", DeviceType::cuda, "cudnn", 20,
+      str_cat("cudnnConvolutionBackwardData, fastest algorithm found once per shape; ", precision),
+      conv2d_backward_input_cudnn);
+  register_kernel<Conv2dBackwardWeightKernel>(
+      "conv2d.backward_weight", DeviceType::cuda, "cudnn", 20,
+      str_cat("cudnnConvolutionBackwardFilter, fastest algorithm found once per shape; ", precision),
+      conv2d_backward_weight_cudnn);
+}
+
+}  // namespace minidl
+
+#endif  // MINIDL_WITH_CUDNN

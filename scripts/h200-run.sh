@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# scripts/h200-run.sh — everything the CUDA issue asks to be measured on the GPU, in one device call:
+# `minidl info`, the whole test binary, MNIST timings (default and all-hand-written kernels, batch 64
+# and 256), the kernel benchmark, and the GPU tests under compute-sanitizer memcheck. Each step has its
+# own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log.
+#   BUILD=build-cuda DATA=data/mnist bash scripts/h200-run.sh [STEP...]
+set -u
+bin=${BUILD:-build-cuda}/bin
+data=${DATA:-data/mnist}
+out=${OUT:-/tmp/minidl-h200}
+mkdir -p "$out"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+hand_written="matmul=v3_register_blocked,conv2d=im2col_gemm,avg_pool2d=v1_direct,batch_norm=v1_two_pass,max_pool2d=v1_direct"
+
+run() {  # run NAME SECONDS COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "step $name: exit $rc after $((SECONDS - start))s" | tee -a "$out/summary.log"
+  tail -n 3 "$out/$name.log"
+}
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(info tests mnist mnist_hand bench memcheck)
+nvidia-smi -L
+for s in "${steps[@]}"; do
+  case $s in
+    info) run info 30 "$bin/minidl" info ;;
+    tests) run tests 120 "$bin/minidl_tests" ;;
+    mnist)
+      run mnist_b64 110 "$bin/mnist" train --device cuda --epochs 3 --batch 64 --data "$data" --metrics "$out/mnist_b64.jsonl"
+      run mnist_b256 50 "$bin/mnist" train --device cuda --epochs 3 --batch 256 --data "$data" --metrics "$out/mnist_b256.jsonl" ;;
+    mnist_hand)
+      MINIDL_KERNELS=$hand_written run mnist_hand_b64 60 "$bin/mnist" train --device cuda --epochs 1 --batch 64 --data "$data" --metrics "$out/mnist_hand_b64.jsonl"
+      MINIDL_KERNELS=$hand_written run mnist_hand_b256 40 "$bin/mnist" train --device cuda --epochs 1 --batch 256 --data "$data" --metrics "$out/mnist_hand_b256.jsonl" ;;
+    bench) run bench 50 "$bin/minidl" bench --device cuda ;;
+    memcheck) run memcheck 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/minidl_tests" "[cuda]" ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
+cat "$out/summary.log"
