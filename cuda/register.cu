@@ -10,6 +10,8 @@ void register_reduce_kernels_cuda();       // cuda/reduce.cu
 void register_softmax_kernels_cuda();      // cuda/softmax.cu (and the cuDNN softmax/activation peers)
 void register_dropout_kernels_cuda();      // cuda/dropout.cu
 void register_optim_kernels_cuda();        // cuda/optim.cu
+void register_gru_kernels_cuda();          // cuda/gru_cell.cu
+void register_ctc_kernels_cuda();          // cuda/ctc.cu
 // register_cuda_dense_kernels (cuda/register.h): matmul, conv2d, pooling, batch norm (cuda/register_dense.cu)
 
 void register_cuda_kernels() {
@@ -19,6 +21,8 @@ void register_cuda_kernels() {
   register_softmax_kernels_cuda();
   register_dropout_kernels_cuda();
   register_optim_kernels_cuda();
+  register_gru_kernels_cuda();
+  register_ctc_kernels_cuda();
   register_cuda_dense_kernels();
 }
 

@@ -1,4 +1,5 @@
-// nn/captcha_data.cpp — reading a folder of labelled captchas (nn/captcha_data.h).
+// nn/captcha_data.cpp — reading a folder of labelled captchas, and rendering captchas on demand
+// (nn/captcha_data.h).
 #include "nn/captcha_data.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "core/error.h"
 
@@ -183,6 +185,81 @@ CaptchaDataset load_captcha_folder(const std::string& folder, const CaptchaFolde
   }
   data.charset = options.charset.empty() ? infer_charset(data.labels) : options.charset;
   return data;
+}
+
+GeneratedCaptchaDataset::GeneratedCaptchaDataset(CaptchaOptions options, uint64_t seed, int64_t count, int threads,
+                                                 uint64_t first_index)
+    : options_(std::move(options)), seed_(seed), first_index_(first_index), count_(count), threads_(threads) {
+  check_captcha_options(options_);
+  MINIDL_CHECK(count >= 0, "generated captchas: negative count ", count);
+  if (threads_ <= 0) threads_ = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::string GeneratedCaptchaDataset::text(int64_t i) const {
+  return random_captcha_text(options_, seed_, first_index_ + static_cast<uint64_t>(i));
+}
+
+Batch GeneratedCaptchaDataset::get_batch(const std::vector<int64_t>& indices) const {
+  const int64_t B = static_cast<int64_t>(indices.size()), S = options_.max_length;
+  const int W = options_.width, H = options_.height;
+  const TensorOptions cpu_float(DType::float32, Device::cpu()), cpu_int64(DType::int64, Device::cpu());
+  Batch batch{empty({B, 3, H, W}, cpu_float), zeros({B, S}, cpu_int64)};
+  float* pixels = batch.inputs.data<float>();
+  int64_t* classes = batch.targets.data<int64_t>();
+  std::vector<std::string> errors(B);
+  auto render = [&](int64_t b) {
+    const int64_t i = indices[b];
+    MINIDL_CHECK(i >= 0 && i < count_, "generated captchas: index ", i, " outside [0, ", count_, ")");
+    const uint64_t index = first_index_ + static_cast<uint64_t>(i);
+    const std::string label = random_captcha_text(options_, seed_, index);
+    image_to_chw(render_captcha(label, options_, seed_, index), W, H, pixels + b * 3 * int64_t(W) * H);
+    for (size_t s = 0; s < label.size(); ++s)
+      classes[b * S + static_cast<int64_t>(s)] = static_cast<int64_t>(options_.charset.find(label[s])) + 1;
+  };
+  const int threads = static_cast<int>(std::min<int64_t>(B, threads_));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int64_t b = t; b < B; b += threads) {
+        try {
+          render(b);
+        } catch (const std::exception& e) {
+          errors[b] = e.what();
+        }
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  for (const std::string& e : errors) MINIDL_CHECK(e.empty(), e);
+  return batch;
+}
+
+Tensor ctc_target_lengths(const Tensor& padded_targets) {
+  MINIDL_CHECK(padded_targets.dim() == 2 && padded_targets.dtype() == DType::int64,
+               "ctc_target_lengths: expected int64 [N, S] targets, got ", shape_str(padded_targets.shape()), " ",
+               dtype_name(padded_targets.dtype()));
+  const int64_t N = padded_targets.size(0), S = padded_targets.size(1);
+  const std::vector<int64_t> t = padded_targets.to_vector<int64_t>();
+  std::vector<double> lengths(N, 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < S; ++s) lengths[n] += t[n * S + s] != 0;
+  return from_vector(lengths, {N}, TensorOptions(DType::int64, Device::cpu()));
+}
+
+std::vector<std::string> ctc_targets_to_text(const Tensor& padded_targets, const std::string& charset) {
+  MINIDL_CHECK(padded_targets.dim() == 2 && padded_targets.dtype() == DType::int64,
+               "ctc_targets_to_text: expected int64 [N, S] targets, got ", shape_str(padded_targets.shape()), " ",
+               dtype_name(padded_targets.dtype()));
+  const int64_t N = padded_targets.size(0), S = padded_targets.size(1);
+  const std::vector<int64_t> t = padded_targets.to_vector<int64_t>();
+  std::vector<std::string> out(N);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < S && t[n * S + s] != 0; ++s) {
+      const int64_t k = t[n * S + s];
+      MINIDL_CHECK(k >= 1 && k <= static_cast<int64_t>(charset.size()), "ctc_targets_to_text: class ", k,
+                   " is not in the charset \"", charset, "\"");
+      out[n] += charset[k - 1];
+    }
+  return out;
 }
 
 }  // namespace minidl

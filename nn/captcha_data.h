@@ -1,4 +1,5 @@
-// nn/captcha_data.h — a folder of labelled captcha images as tensors, and labels as CTC targets.
+// nn/captcha_data.h — a folder of labelled captcha images as tensors, captchas rendered on demand as a
+// Dataset, and labels as CTC targets.
 //
 // Folder layout (what `captcha gen` writes, and what most captcha datasets look like):
 //   DIR/A3F9_17.png, DIR/K2M8.jpg, ...   the label is the file name up to the first '_' or the extension
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "nn/captcha_gen.h"
+#include "nn/data.h"
 #include "nn/image.h"
 
 namespace minidl {
@@ -60,5 +63,34 @@ CtcTargets encode_ctc_targets(const std::vector<std::string>& labels, const std:
 void image_to_chw(const Image& img, int width, int height, float* out);
 // Images as one [N, 3, H, W] float32 tensor (each resized to width x height).
 Tensor images_to_tensor(const std::vector<Image>& images, int width, int height);
+
+// ---- captchas rendered on demand, for training without files
+// Sample i is captcha (seed, first_index + i) of nn/captcha_gen.h: its image as [3, H, W] floats (pixel /
+// 255, as image_to_chw) and its classes padded with 0 to options.max_length. A batch is
+// Batch{inputs [B, 3, H, W] float32, targets [B, max_length] int64}; the padding is the blank (class 0,
+// never a label), so ctc_target_lengths() recovers the lengths. get_batch renders on `threads` threads
+// (0: one per hardware thread); every sample is a pure function of (seed, index), so batches do not
+// depend on the thread count. Rendering runs at about 4,000 captchas/s per core (docs/captcha.md).
+class GeneratedCaptchaDataset : public Dataset {
+ public:
+  GeneratedCaptchaDataset(CaptchaOptions options, uint64_t seed, int64_t count, int threads = 0,
+                          uint64_t first_index = 0);
+  int64_t size() const override { return count_; }
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+  // The text of sample i.
+  std::string text(int64_t i) const;
+  const CaptchaOptions& options() const { return options_; }
+
+ private:
+  CaptchaOptions options_;
+  uint64_t seed_, first_index_;
+  int64_t count_;
+  int threads_;
+};
+
+// Padded targets [N, S] int64 (0 after each label) -> the label lengths [N] int64 (non-zero entries per row).
+Tensor ctc_target_lengths(const Tensor& padded_targets);
+// Padded targets [N, S] int64 -> the N label strings (class k >= 1 is charset[k - 1]).
+std::vector<std::string> ctc_targets_to_text(const Tensor& padded_targets, const std::string& charset);
 
 }  // namespace minidl

@@ -61,12 +61,26 @@ std::string Conv2d::describe() const {
 MaxPool2d::MaxPool2d(int k, int s, int p) : kernel_size(k), stride(s < 0 ? k : s), padding(p) {
   MINIDL_CHECK(k > 0 && stride > 0 && p >= 0, "MaxPool2d: bad configuration: kernel ", k, ", stride ", s,
                ", padding ", p);
+  params.kernel_h = params.kernel_w = kernel_size;
+  params.stride_h = params.stride_w = stride;
+  params.pad_h = params.pad_w = padding;
 }
 
-Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, kernel_size, stride, padding); }
+MaxPool2d::MaxPool2d(const Pool2dParams& p)
+    : kernel_size(p.kernel_h), stride(p.stride_h), padding(p.pad_h), params(p) {
+  MINIDL_CHECK(p.kernel_h > 0 && p.kernel_w > 0 && p.stride_h > 0 && p.stride_w > 0 && p.pad_h >= 0 && p.pad_w >= 0,
+               "MaxPool2d: bad configuration: kernel ", p.kernel_h, "x", p.kernel_w, ", stride ", p.stride_h, "x",
+               p.stride_w, ", padding ", p.pad_h, "x", p.pad_w);
+}
+
+Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, params); }
 
 std::string MaxPool2d::describe() const {
-  return str_cat("MaxPool2d(kernel ", kernel_size, ", stride ", stride, ", padding ", padding, ")");
+  const Pool2dParams& p = params;
+  if (p.kernel_h == p.kernel_w && p.stride_h == p.stride_w && p.pad_h == p.pad_w)
+    return str_cat("MaxPool2d(kernel ", kernel_size, ", stride ", stride, ", padding ", padding, ")");
+  return str_cat("MaxPool2d(kernel ", p.kernel_h, "x", p.kernel_w, ", stride ", p.stride_h, "x", p.stride_w,
+                 ", padding ", p.pad_h, "x", p.pad_w, ")");
 }
 
 AvgPool2d::AvgPool2d(int k, int s, int p) : kernel_size(k), stride(s < 0 ? k : s), padding(p) {

@@ -3,6 +3,7 @@
 //   Linear(in, out)                 y = x W^T + b           W [out, in], b [out]          x [..., in]
 //   Conv2d(in, out, k, s, p)        y = conv2d(x, W) + b    W [out, in, k, k], b [out]    x [N, in, H, W]
 //   MaxPool2d(k, s, p), AvgPool2d   window max / mean       (stride defaults to the kernel size)
+//   MaxPool2d(Pool2dParams)         a non-square window or stride, e.g. kernel and stride (2, 1)
 //   Dropout(p)                      zero with probability p, scale the rest by 1/(1-p); identity in eval()
 //   BatchNorm1d(C), BatchNorm2d(C)  per-channel normalisation of [N, C] / [N, C, H, W]; learnable
 //                                   weight (gamma, ones) and bias (beta, zeros); running_mean/running_var
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "nn/module.h"
+#include "ops/kernel_signatures.h"
 
 namespace minidl {
 
@@ -51,11 +53,13 @@ class Conv2d : public Module {
 class MaxPool2d : public Module {
  public:
   explicit MaxPool2d(int kernel_size, int stride = -1, int padding = 0);
+  explicit MaxPool2d(const Pool2dParams& params);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "MaxPool2d"; }
   std::string describe() const override;
 
-  int kernel_size, stride, padding;
+  int kernel_size, stride, padding;  // along the height (and the width, for a square window)
+  Pool2dParams params;               // the window forward uses
 };
 
 class AvgPool2d : public Module {

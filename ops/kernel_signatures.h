@@ -184,4 +184,22 @@ using CtcLossBackwardKernel = bool(const Tensor& log_probs, const Tensor& target
                                    const Tensor& target_lengths, const Tensor& log_alpha, const Tensor& grad_nll,
                                    int64_t blank, bool zero_infinity, Tensor& grad_log_probs);
 
+// ---------------------------------------------------------------- GRU (one fused time step of a GRU layer)
+// gi = x_t W_ih^T + b_ih and gh = h W_hh^T + b_hh, both [N, 3H] with the gates in the order r, z, n
+// (PyTorch's layout); h [N, H]. All contiguous.
+// Key "gru_cell":
+//   r = sigmoid(gi_r + gh_r),  z = sigmoid(gi_z + gh_z),  n = tanh(gi_n + r * gh_n)
+//   h_new = (1 - z) * n + z * h                                                       (h_new [N, H])
+//   gates [N, 4H] = (r, z, n, gh_n) per row: what the backward kernel needs (the activated values, so it
+//   evaluates no exp/tanh).
+using GruCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& h, Tensor& h_new, Tensor& gates);
+// Key "gru_cell.backward": from grad_h_new [N, H], h and the saved gates, with
+//   d_n = g (1 - z) (1 - n^2)   (the gradient at n's pre-activation)
+//   d_z = g (h - n) z (1 - z),  d_r = d_n gh_n r (1 - r):
+//   grad_gi = (d_r, d_z, d_n),  grad_gh = (d_r, d_z, d_n * r)  [N, 3H],  grad_h = g z  [N, H]
+// (grad_h is only the direct path through h_new = ... + z h; the path through gh = h W_hh^T + b_hh is the
+// linear op's gradient).
+using GruCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& h, const Tensor& gates, Tensor& grad_gi,
+                                   Tensor& grad_gh, Tensor& grad_h);
+
 }  // namespace minidl

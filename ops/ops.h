@@ -103,4 +103,12 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& target);
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, int64_t blank = 0, bool zero_infinity = false);
 
+// ---- GRU (ops/gru.cpp)
+// One fused GRU time step (PyTorch's equations): gi = x_t W_ih^T + b_ih and gh = h W_hh^T + b_hh, both
+// [N, 3H] with gates r, z, n; h [N, H]. Returns
+//   h' = (1 - z) * n + z * h,  r = sigmoid(gi_r + gh_r), z = sigmoid(gi_z + gh_z), n = tanh(gi_n + r * gh_n)
+// [N, H], with a dedicated backward kernel (formulas in ops/kernel_signatures.h). nn/gru.h builds the
+// GRU layer on it; the same step written with elementwise ops is the layer's "composed" path.
+Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
+
 }  // namespace minidl

@@ -297,3 +297,73 @@ TEST_CASE("greedy CTC decoding merges repeats and drops blanks", "[ctc][decode]"
   CHECK(character_accuracy({"AB12", "CD34", "E"}, {"AB12", "CD35", "EF"}) == Approx(0.8));
   CHECK_THROWS(sequence_accuracy({"A"}, {}));
 }
+
+// A host copy of t with +-inf and NaN replaced by distinct finite sentinels, so compare() can match them.
+Tensor with_sentinels(const Tensor& t) {
+  std::vector<double> v = t.to_vector<double>();
+  for (double& e : v) {
+    if (std::isnan(e)) e = 7.77e30;
+    else if (std::isinf(e)) e = e > 0 ? 1e30 : -1e30;
+  }
+  return from_vector(v, t.shape(), DType::float64);
+}
+
+TEST_CASE("cuda: ctc_loss kernels against the CPU naive reference", "[cuda][ctc]") {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) {
+    WARN("GPU test skipped: " << why);
+    return;
+  }
+  manual_seed(23);
+  const Device gpu = Device::cuda(0);
+  struct Case {
+    const char* what;
+    int64_t T, N, C, S;
+    bool zero_infinity;
+  };
+  // Random targets and lengths per case (some too long for their input: impossible); sample 0 has an
+  // empty target and sample 1 no input steps. The long case has 2S+1 = 201 > 128 positions, so threads
+  // take several positions each.
+  const std::vector<Case> cases = {{"captcha-like", 12, 128, 37, 4, false},
+                                   {"mixed lengths with impossible samples", 6, 9, 5, 5, false},
+                                   {"the same with zero_infinity", 6, 9, 5, 5, true},
+                                   {"long labels", 250, 3, 8, 100, false}};
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::float32, DType::float64}) {
+      INFO(c.what << ", " << dtype_name(dtype));
+      const std::vector<double> u = rand({c.N, c.S + 2}).to_vector<double>();
+      std::vector<double> labels(c.N * c.S), t_len(c.N), i_len(c.N);
+      for (int64_t n = 0; n < c.N; ++n) {
+        t_len[n] = n == 0 ? 0 : std::floor(u[n * (c.S + 2)] * (c.S + 1));
+        i_len[n] = n == 1 ? 0 : c.T - std::floor(u[n * (c.S + 2) + 1] * c.T / 3);
+        for (int64_t s = 0; s < c.S; ++s)
+          labels[n * c.S + s] = s < t_len[n] ? 1 + std::floor(u[n * (c.S + 2) + 2 + s] * (c.C - 1)) : 0;
+      }
+      const Tensor targets = int64_tensor(labels, {c.N, c.S});
+      const Tensor il = int64_tensor(i_len, {c.N}), tl = int64_tensor(t_len, {c.N});
+      const Tensor lp = log_softmax_by_ops(uniform({c.T, c.N, c.C}, -3, 3)).to(dtype);
+      const Tensor grad_nll = uniform({c.N}, 0.5, 1.5).to(dtype);
+      // The kernels themselves, per sample: nll [N], the alpha table, and the gradient.
+      std::vector<Tensor> got[2];
+      for (int k = 0; k < 2; ++k) {
+        const Device d = k == 0 ? Device::cpu() : gpu;
+        SelectionReset reset;
+        select_kernel("ctc_loss", DeviceType::cpu, "naive");
+        const Tensor x = lp.to(d), tg = targets.to(d), i = il.to(d), t = tl.to(d);
+        Tensor nll = empty({c.N}, x.options()), alpha = empty({c.N, c.T, 2 * c.S + 1}, x.options());
+        Tensor grad = empty(x.shape(), x.options());
+        dispatch<CtcLossKernel>("ctc_loss", d, x, tg, i, t, int64_t(0), c.zero_infinity, nll, alpha);
+        dispatch<CtcLossBackwardKernel>("ctc_loss.backward", d, x, tg, i, t, alpha, grad_nll.to(d), int64_t(0),
+                                        c.zero_infinity, grad);
+        got[k] = {with_sentinels(nll), with_sentinels(alpha), with_sentinels(grad)};
+      }
+      CHECK(last_kernel("ctc_loss", DeviceType::cpu) == "naive");
+      CHECK(last_kernel("ctc_loss", DeviceType::cuda) == "alpha_beta");
+      CHECK(last_kernel("ctc_loss.backward", DeviceType::cuda) == "alpha_beta");
+      const double tol = dtype == DType::float64 ? 1e-10 : 1e-4;
+      CHECK(compare(got[1][0], got[0][0], tol, tol) == "");
+      CHECK(compare(got[1][1], got[0][1], tol, tol) == "");
+      CHECK(compare(got[1][2], got[0][2], tol, tol * 1e-2) == "");
+    }
+  }
+}

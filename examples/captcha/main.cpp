@@ -1,175 +1,39 @@
-// examples/captcha/main.cpp — the `captcha` program: generate captchas (and, later, train, evaluate and
-// predict with a CNN + bidirectional GRU + CTC recognizer).
+// examples/captcha/main.cpp — the `captcha` program: generate captchas, and train, evaluate and use a
+// CNN + bidirectional GRU + CTC recognizer (docs/captcha.md).
 //
-//   captcha gen --out DIR --count N [--seed S] [--charset S] [--length N|A-B] [--width W --height H]
-//               [--font FILE]... [--threads T]
-//       writes DIR/<LABEL>_<INDEX>.png for INDEX = 0 .. N-1; image INDEX of seed S is always the same.
-//       --dry-run renders without writing, to measure the generator.
-//
-// Each subcommand is a struct of its flags, a function adding them to the CLI, and a run function; a new
-// subcommand (train, eval, predict) adds the same three pieces and one line in main().
-#include <CLI/CLI.hpp>
-#include <algorithm>
-#include <atomic>
-#include <chrono>
+//   captcha gen --out DIR --count N ...            examples/captcha/gen.cpp
+//   captcha train [--device D] [--steps N] ...      examples/captcha/train.cpp
+//   captcha eval --model FILE [--data DIR] ...      examples/captcha/eval.cpp
+//   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
+// The model is in examples/captcha/model.h. Errors print "captcha: <message>" and exit with status 1
+// (2 for bad flags).
 #include <cstdio>
 #include <exception>
-#include <filesystem>
-#include <mutex>
 #include <string>
-#include <thread>
-#include <tuple>
 #include <vector>
 
-#include "core/dispatch.h"
-#include "core/error.h"
-#include "nn/captcha_gen.h"
-#include "nn/image.h"
-
-using namespace minidl;
-
-namespace {
-
-// "4" -> (4, 4), "4-6" -> (4, 6).
-std::pair<int, int> parse_length_range(const std::string& spec) {
-  const size_t dash = spec.find('-');
-  try {
-    size_t used = 0;
-    if (dash == std::string::npos) {
-      const int n = std::stoi(spec, &used);
-      if (used == spec.size()) return {n, n};
-    } else {
-      const int lo = std::stoi(spec.substr(0, dash), &used);
-      if (used == dash) {
-        const std::string rest = spec.substr(dash + 1);
-        const int hi = std::stoi(rest, &used);
-        if (used == rest.size()) return {lo, hi};
-      }
-    }
-  } catch (const std::exception&) {
-  }
-  throw Error(str_cat("gen: --length must be N or A-B (e.g. 4 or 4-6), got '", spec, "'"));
-}
-
-// Runs body(i) for i in [0, count) on `threads` threads; calls progress(done) about twice a second from the
-// calling thread. The first exception stops the work and is rethrown.
-template <class Body, class Progress>
-void parallel_for_with_progress(int64_t count, int threads, Body body, Progress progress) {
-  std::atomic<int64_t> next{0}, done{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (int64_t i = next++; i < count && !failed; i = next++) {
-        try {
-          body(i);
-        } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (!error) error = std::current_exception();
-          failed = true;
-        }
-        ++done;
-      }
-    });
-  while (done < count && !failed) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    progress(done.load());
-  }
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
-// ---------------------------------------------------------------- captcha gen
-struct GenArgs {
-  std::string out;
-  int64_t count = 0;
-  uint64_t seed = 1;
-  std::string charset = CaptchaOptions().charset;
-  std::string length = "4";
-  int width = 192, height = 64;
-  std::vector<std::string> fonts;
-  int threads = 0;  // 0: one per hardware thread
-  bool dry_run = false;
-};
-
-CLI::App* add_gen_command(CLI::App& app, GenArgs& a) {
-  CLI::App* cmd = app.add_subcommand("gen", "write labelled captcha PNGs, <LABEL>_<INDEX>.png");
-  cmd->add_option("--out", a.out, "output folder (created when missing)");
-  cmd->add_option("--count", a.count, "number of images")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", a.seed, "random seed; image i of a seed is always the same")->capture_default_str();
-  cmd->add_option("--charset", a.charset, "characters to draw from")->capture_default_str();
-  cmd->add_option("--length", a.length, "characters per captcha: N or A-B")->capture_default_str();
-  cmd->add_option("--width", a.width, "image width")->capture_default_str();
-  cmd->add_option("--height", a.height, "image height")->capture_default_str();
-  cmd->add_option("--font", a.fonts, "TrueType font file (repeatable; default: DejaVu Sans Bold, see docs/captcha.md)");
-  cmd->add_option("--threads", a.threads, "worker threads (default: all hardware threads)");
-  cmd->add_flag("--dry-run", a.dry_run, "render only, write nothing (measures the generator's throughput)");
-  return cmd;
-}
-
-int run_gen(const GenArgs& a) {
-  CaptchaOptions options;
-  options.charset = a.charset;
-  std::tie(options.min_length, options.max_length) = parse_length_range(a.length);
-  options.width = a.width;
-  options.height = a.height;
-  options.fonts = a.fonts;
-  check_captcha_options(options);
-  // Labels become file names, read back up to the first '_' (nn/captcha_data.h).
-  for (char c : std::string("_/\\"))
-    MINIDL_CHECK(options.charset.find(c) == std::string::npos, "gen: the charset may not contain '", c,
-                 "' (labels are file names, cut at the first '_')");
-
-  MINIDL_CHECK(a.dry_run || !a.out.empty(), "gen: --out DIR is required (or --dry-run)");
-  if (!a.dry_run) std::filesystem::create_directories(a.out);
-  const int threads = a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const bool show_progress = a.count >= 1000;
-  const auto t0 = std::chrono::steady_clock::now();
-  auto seconds_since_start = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  };
-  double last_report = 0;
-  parallel_for_with_progress(
-      a.count, threads,
-      [&](int64_t i) {
-        const std::string text = random_captcha_text(options, a.seed, static_cast<uint64_t>(i));
-        const Image img = render_captcha(text, options, a.seed, static_cast<uint64_t>(i));
-        if (!a.dry_run) save_png((std::filesystem::path(a.out) / (text + "_" + std::to_string(i) + ".png")).string(), img);
-      },
-      [&](int64_t done) {
-        const double s = seconds_since_start();
-        if (!show_progress || s - last_report < 0.5) return;
-        last_report = s;
-        std::fprintf(stderr, "\rgen: %lld / %lld (%.0f%%), %.0f images/s   ", static_cast<long long>(done),
-                     static_cast<long long>(a.count), 100.0 * done / a.count, done / s);
-      });
-  const double s = seconds_since_start();
-  if (show_progress) std::fprintf(stderr, "\n");
-  std::printf("gen: %s %lld captchas%s%s in %.2f s (%.0f images/s, %d threads)\n", a.dry_run ? "rendered" : "wrote",
-              static_cast<long long>(a.count), a.dry_run ? "" : " to ", a.dry_run ? "" : a.out.c_str(), s, a.count / s,
-              threads);
-  return 0;
-}
-
-}  // namespace
+#include "examples/captcha/common.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU + CTC model."};
   app.require_subcommand(1);
-  std::vector<std::string> kernel_flags;
-  app.add_option("--kernel", kernel_flags, "select a kernel, OP=NAME (repeatable)");
-
-  GenArgs gen_args;
-  CLI::App* gen = add_gen_command(app, gen_args);
-
-  CLI11_PARSE(app, argc, argv);
+  const std::vector<captcha::Command> commands = {captcha::add_gen_command(app), captcha::add_train_command(app),
+                                                  captcha::add_eval_command(app), captcha::add_predict_command(app)};
   try {
-    select_kernels_from_flags(kernel_flags);
-    if (*gen) return run_gen(gen_args);
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::fprintf(stderr, "captcha: %s\nRun `captcha --help` or `captcha <command> --help` for usage.\n", e.what());
+    return 2;
+  }
+  try {
+    for (const captcha::Command& c : commands)
+      if (*c.app) return c.run();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fflush(stdout);
+    // The generator's own errors already start with "captcha: ".
+    const std::string message = e.what();
+    std::fprintf(stderr, "%s%s\n", message.rfind("captcha: ", 0) == 0 ? "" : "captcha: ", message.c_str());
     return 1;
   }
   return 0;

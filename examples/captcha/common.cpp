@@ -1,0 +1,185 @@
+// examples/captcha/common.cpp — helpers shared by the captcha subcommands (common.h).
+#include "examples/captcha/common.h"
+
+#include <cstdio>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "core/autograd.h"
+#include "core/backend.h"
+#include "nn/captcha_data.h"
+#include "nn/checkpoint.h"
+#include "nn/ctc_decode.h"
+#include "nn/progress.h"
+
+using namespace minidl;
+
+namespace captcha {
+
+std::pair<int, int> parse_length_range(const std::string& spec) {
+  const size_t dash = spec.find('-');
+  try {
+    size_t used = 0;
+    if (dash == std::string::npos) {
+      const int n = std::stoi(spec, &used);
+      if (used == spec.size()) return {n, n};
+    } else {
+      const int lo = std::stoi(spec.substr(0, dash), &used);
+      if (used == dash) {
+        const std::string rest = spec.substr(dash + 1);
+        const int hi = std::stoi(rest, &used);
+        if (used == rest.size()) return {lo, hi};
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  throw Error(str_cat("--length must be N or A-B (e.g. 4 or 4-6), got '", spec, "'"));
+}
+
+std::vector<int64_t> parse_channels(const std::string& spec) {
+  std::vector<int64_t> out;
+  std::stringstream in(spec);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    MINIDL_CHECK(used == item.size() && !item.empty() && v > 0,
+                 "--channels must be positive numbers separated by commas (e.g. 32,64,128), got '", spec, "'");
+    out.push_back(v);
+  }
+  MINIDL_CHECK(!out.empty(), "--channels is empty");
+  return out;
+}
+
+Device choose_device(const std::string& flag) {
+  if (flag != "auto") {
+    const Device d = Device::parse(flag);
+    check_device_usable(d);
+    std::printf("captcha: device %s (--device %s)\n", d.str().c_str(), flag.c_str());
+    return d;
+  }
+  std::string why;
+  if (!has_backend(DeviceType::cuda)) {
+    why = "this build has no CUDA support";
+  } else {
+    DeviceBackend& cuda = backend_for(DeviceType::cuda);
+    if (cuda.device_count() > 0) {
+      std::printf("captcha: device cuda:0 (--device auto: a CUDA GPU is usable; --device cpu to use the CPU)\n");
+      return Device::cuda(0);
+    }
+    why = "no usable CUDA GPU: " + cuda.unavailable_reason();
+  }
+  std::printf("captcha: device cpu (--device auto: %s)\n", why.c_str());
+  return Device::cpu();
+}
+
+int thread_count(int flag) {
+  return flag > 0 ? flag : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+std::map<std::string, std::string> model_metadata(const ModelConfig& c, const std::string& charset,
+                                                  const std::string& length) {
+  std::string channels;
+  for (int64_t ch : c.channels) channels += (channels.empty() ? "" : ",") + std::to_string(ch);
+  return {{"model", kModelName},
+          {"charset", charset},
+          {"length", length},
+          {"width", std::to_string(c.width)},
+          {"height", std::to_string(c.height)},
+          {"channels", channels},
+          {"convs_per_block", std::to_string(c.convs_per_block)},
+          {"gru_hidden", std::to_string(c.gru_hidden)},
+          {"gru_layers", std::to_string(c.gru_layers)},
+          {"dropout", std::to_string(c.dropout)}};
+}
+
+LoadedModel load_model(const std::string& path, Device device) {
+  const Checkpoint file = read_checkpoint(path);
+  const std::map<std::string, std::string>& m = file.metadata;
+  auto field = [&](const char* key) -> const std::string& {
+    auto it = m.find(key);
+    MINIDL_CHECK(it != m.end(), "'", path, "' has no '", key, "' in its metadata; was it saved by `captcha train`?");
+    return it->second;
+  };
+  auto model_name = m.find("model");
+  MINIDL_CHECK(model_name != m.end() && model_name->second == kModelName, "'", path,
+               "' is not a captcha model saved by `captcha train --save` (its model is '",
+               model_name == m.end() ? std::string("unnamed") : model_name->second, "')");
+  LoadedModel out;
+  out.charset = field("charset");
+  out.length = field("length");
+  out.metadata = m;
+  ModelConfig c;
+  try {
+    c.width = std::stoi(field("width"));
+    c.height = std::stoi(field("height"));
+    c.convs_per_block = std::stoi(field("convs_per_block"));
+    c.gru_hidden = std::stoll(field("gru_hidden"));
+    c.gru_layers = std::stoi(field("gru_layers"));
+    c.dropout = std::stod(field("dropout"));
+  } catch (const std::logic_error&) {
+    throw Error(str_cat("'", path, "' has a malformed model description in its metadata"));
+  }
+  c.channels = parse_channels(field("channels"));
+  c.classes = static_cast<int64_t>(out.charset.size()) + 1;
+  out.model = std::make_shared<CaptchaModel>(c);
+  load_checkpoint(path, *out.model);
+  out.model->to(device);
+  out.model->eval();
+  return out;
+}
+
+int64_t eval_batch_size(Device device) { return device.is_cuda() ? 500 : 100; }
+
+EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& charset, Device device,
+                    const std::string& title) {
+  model.eval();
+  NoGradGuard no_grad;
+  Progress progress(title, loader.num_batches());
+  std::vector<std::string> truth, read;
+  double loss_sum = 0;
+  int64_t step = 0;
+  for (Batch& batch : loader.epoch(0)) {
+    const Tensor log_probs = model(batch.inputs.to(device));
+    const int64_t T = log_probs.size(0), B = log_probs.size(1);
+    const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
+    const Tensor loss = ctc_loss(log_probs, batch.targets, input_lengths, ctc_target_lengths(batch.targets), 0,
+                                 /*zero_infinity=*/true);
+    loss_sum += loss.item<double>() * static_cast<double>(B);
+    for (std::string& s : ctc_targets_to_text(batch.targets, charset)) truth.push_back(std::move(s));
+    for (std::string& s : ctc_greedy_decode_text(log_probs, charset)) read.push_back(std::move(s));
+    ++step;
+    if (progress.due(step))
+      progress.update(step, static_cast<int64_t>(read.size()), loss_sum / static_cast<double>(read.size()),
+                      sequence_accuracy(read, truth));
+  }
+  progress.clear();
+  EvalResult r;
+  r.count = static_cast<int64_t>(truth.size());
+  if (r.count == 0) return r;
+  r.loss = loss_sum / static_cast<double>(r.count);
+  r.sequence_accuracy = sequence_accuracy(read, truth);
+  r.character_accuracy = character_accuracy(read, truth);
+  for (size_t i = 0; i < truth.size(); ++i) {
+    if (read[i] == truth[i]) {
+      ++r.correct;
+    } else if (r.mistakes.size() < 8) {
+      r.mistakes.emplace_back(truth[i], read[i]);
+    }
+  }
+  return r;
+}
+
+std::string percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f%%", 100 * fraction);
+  return buf;
+}
+
+}  // namespace captcha

@@ -1,0 +1,62 @@
+// examples/captcha/common.h — what the captcha subcommands share: the subcommands' entry points, flag
+// parsing helpers, device choice, the model's description in checkpoint metadata, and evaluation.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "examples/captcha/model.h"
+#include "nn/data.h"
+
+namespace captcha {
+
+// ---- the subcommands: each adds its flags to the CLI and returns the exit status of its run.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+Command add_gen_command(CLI::App& parent);      // examples/captcha/gen.cpp
+Command add_train_command(CLI::App& parent);    // examples/captcha/train.cpp
+Command add_eval_command(CLI::App& parent);     // examples/captcha/eval.cpp
+Command add_predict_command(CLI::App& parent);  // examples/captcha/eval.cpp
+
+// ---- flags
+// "4" -> (4, 4), "4-6" -> (4, 6); throws an Error naming the flag otherwise.
+std::pair<int, int> parse_length_range(const std::string& spec);
+// "32,64,128" -> {32, 64, 128}, every value positive.
+std::vector<int64_t> parse_channels(const std::string& spec);
+// "auto": the GPU when this build has CUDA and a GPU is usable, else the CPU; prints which and why.
+minidl::Device choose_device(const std::string& flag);
+// 0 -> one per hardware thread.
+int thread_count(int flag);
+
+// ---- checkpoints: the model configuration, charset and label lengths travel in the metadata, so eval and
+// predict rebuild the model without repeating the training flags.
+std::map<std::string, std::string> model_metadata(const ModelConfig& config, const std::string& charset,
+                                                  const std::string& length);
+struct LoadedModel {
+  std::shared_ptr<CaptchaModel> model;  // on the device, in eval mode
+  std::string charset, length;
+  std::map<std::string, std::string> metadata;
+};
+LoadedModel load_model(const std::string& path, minidl::Device device);
+
+// ---- evaluation: greedy decoding of every batch (inputs [B, 3, H, W], targets [B, S] padded with 0)
+struct EvalResult {
+  double loss = 0, sequence_accuracy = 0, character_accuracy = 0;
+  int64_t correct = 0, count = 0;
+  std::vector<std::pair<std::string, std::string>> mistakes;  // (truth, read), the first few
+};
+EvalResult evaluate(CaptchaModel& model, minidl::DataLoader& loader, const std::string& charset,
+                    minidl::Device device, const std::string& title);
+// Evaluation batch size: large on a GPU, moderate on the CPU (convolution buffers grow with it).
+int64_t eval_batch_size(minidl::Device device);
+
+std::string percent(double fraction);
+
+}  // namespace captcha

@@ -1,0 +1,141 @@
+// examples/captcha/eval.cpp — `captcha eval` and `captcha predict` with a model saved by `captcha train`.
+//
+//   captcha eval --model FILE [--data DIR | --count N] [--seed S] [--device D] [--batch N] [--threads N]
+//       whole-captcha and per-character accuracy: on the labelled images of DIR, or on N fresh captchas
+//       (default 10,000) of seed S (default: the training seed + 2; training used seed and seed + 1) drawn
+//       with the charset, length and size recorded in the checkpoint.
+//   captcha predict --model FILE IMAGE...
+//       the text read from each image (resized to the model's input size).
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/autograd.h"
+#include "core/dispatch.h"
+#include "examples/captcha/common.h"
+#include "nn/captcha_data.h"
+#include "nn/ctc_decode.h"
+#include "nn/image.h"
+
+using namespace minidl;
+
+namespace captcha {
+
+namespace {
+
+struct EvalArgs {
+  std::string model, data, device = "auto";
+  int64_t count = 10000, batch = 0;
+  uint64_t seed = 0;
+  int threads = 0;
+  std::vector<std::string> kernels;
+  CLI::Option* seed_flag = nullptr;
+};
+
+int run_eval(const EvalArgs& a) {
+  select_kernels_from_flags(a.kernels);
+  const Device device = choose_device(a.device);
+  const LoadedModel loaded = load_model(a.model, device);
+  const ModelConfig& config = loaded.model->config;
+  const int threads = thread_count(a.threads);
+
+  std::shared_ptr<Dataset> data;
+  if (!a.data.empty()) {
+    CaptchaFolderOptions fo;
+    fo.width = config.width;
+    fo.height = config.height;
+    fo.charset = loaded.charset;
+    fo.threads = threads;
+    const CaptchaDataset folder = load_captcha_folder(a.data, fo);
+    data = std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, loaded.charset).targets);
+    std::printf("captcha: evaluating on %lld images of %s\n", static_cast<long long>(data->size()), a.data.c_str());
+  } else {
+    uint64_t seed = a.seed;
+    if (!*a.seed_flag) {
+      auto it = loaded.metadata.find("seed");
+      try {
+        seed = (it == loaded.metadata.end() ? 1 : std::stoull(it->second)) + 2;
+      } catch (const std::logic_error&) {
+        throw Error(str_cat("'", a.model, "' has a malformed seed '", it->second, "' in its metadata; give --seed"));
+      }
+    }
+    CaptchaOptions options;
+    options.charset = loaded.charset;
+    std::tie(options.min_length, options.max_length) = parse_length_range(loaded.length);
+    options.width = config.width;
+    options.height = config.height;
+    data = std::make_shared<GeneratedCaptchaDataset>(options, seed, a.count, threads);
+    std::printf("captcha: evaluating on %lld fresh captchas (seed %llu, length %s, charset \"%s\")\n",
+                static_cast<long long>(a.count), static_cast<unsigned long long>(seed), loaded.length.c_str(),
+                loaded.charset.c_str());
+  }
+  DataLoaderOptions lo;
+  lo.batch_size = a.batch > 0 ? a.batch : eval_batch_size(device);
+  DataLoader loader(data, lo);
+  const EvalResult r = evaluate(*loaded.model, loader, loaded.charset, device, "eval");
+  for (const auto& [truth, read] : r.mistakes)
+    std::printf("  mistake: %s read as %s\n", truth.c_str(), read.empty() ? "(nothing)" : read.c_str());
+  std::printf("loss: %.4f\nwhole-captcha accuracy: %s (%lld/%lld)\nper-character accuracy: %s\n", r.loss,
+              percent(r.sequence_accuracy).c_str(), static_cast<long long>(r.correct),
+              static_cast<long long>(r.count), percent(r.character_accuracy).c_str());
+  return 0;
+}
+
+struct PredictArgs {
+  std::string model, device = "auto";
+  std::vector<std::string> images, kernels;
+};
+
+int run_predict(const PredictArgs& a) {
+  select_kernels_from_flags(a.kernels);
+  const Device device = choose_device(a.device);
+  const LoadedModel loaded = load_model(a.model, device);
+  const ModelConfig& config = loaded.model->config;
+  NoGradGuard no_grad;
+  int failures = 0;
+  for (const std::string& path : a.images) {
+    try {
+      Tensor x = empty({1, 3, config.height, config.width}, TensorOptions(DType::float32, Device::cpu()));
+      image_to_chw(load_image(path, 3), config.width, config.height, x.data<float>());
+      const std::string text = ctc_greedy_decode_text((*loaded.model)(x.to(device)), loaded.charset)[0];
+      std::printf("%s: %s\n", path.c_str(), text.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "captcha: %s\n", e.what());
+      ++failures;
+    }
+  }
+  return failures ? 1 : 0;
+}
+
+}  // namespace
+
+Command add_eval_command(CLI::App& parent) {
+  auto a = std::make_shared<EvalArgs>();
+  CLI::App* cmd = parent.add_subcommand("eval", "whole-captcha and per-character accuracy of a saved model");
+  cmd->add_option("--model", a->model, "checkpoint saved by `captcha train --save`")->required();
+  CLI::Option* data = cmd->add_option("--data", a->data, "evaluate on the labelled images of DIR");
+  CLI::Option* count = cmd->add_option("--count", a->count, "fresh captchas to evaluate on")->capture_default_str()
+                           ->check(CLI::PositiveNumber);
+  data->excludes(count);
+  a->seed_flag = cmd->add_option("--seed", a->seed, "seed of the fresh captchas (default: the training seed + 2)");
+  cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "batch size (default: 500 on a GPU, 100 on the CPU)");
+  cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
+  cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
+  return {cmd, [a] { return run_eval(*a); }};
+}
+
+Command add_predict_command(CLI::App& parent) {
+  auto a = std::make_shared<PredictArgs>();
+  CLI::App* cmd = parent.add_subcommand("predict", "print the text read from each image file");
+  cmd->add_option("--model", a->model, "checkpoint saved by `captcha train --save`")->required();
+  cmd->add_option("IMAGE", a->images, "image files (PNG, JPEG, BMP, ...)")->required();
+  cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
+  cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
+  return {cmd, [a] { return run_predict(*a); }};
+}
+
+}  // namespace captcha

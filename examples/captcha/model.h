@@ -1,0 +1,89 @@
+// examples/captcha/model.h — the captcha recognizer: CNN -> column sequence -> bidirectional GRU -> CTC.
+//
+//   x [N, 3, H, W] pixels in [0, 1]
+//   5 blocks of 2 x (conv 3x3 padding 1, BatchNorm2d, ReLU), channels 32, 64, 128, 256, 256; after each
+//   block a max-pool: 2x2 for all but the last, 2x1 (kernel and stride (2, 1)) for the last, which halves
+//   the height only: the width is the time axis and keeps its resolution
+//   dropout -> [N, C, H', W'] read column by column: [W', N, C * H']        (192x64: 12 steps of 256 * 2)
+//   GRU(C * H' -> 128, 2 layers, bidirectional) -> dropout -> Linear(256 -> classes) -> log_softmax
+// classes = charset + 1, class 0 the CTC blank. Output log_probs [T = W', N, classes], trained by
+// ctc_loss and read by greedy decoding. A label of L characters with r adjacent repeats needs
+// T >= L + r steps; 12 steps carry 4 characters even when all four are the same (7 steps).
+// 192x64 input, 36 characters: 3,152,901 parameters.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "nn/gru.h"
+#include "nn/layers.h"
+#include "ops/ops.h"
+
+namespace captcha {
+
+// Stored in checkpoints' metadata ("model"), so `captcha eval` can tell its own files from others.
+constexpr const char* kModelName = "captcha_crnn";
+
+struct ModelConfig {
+  int width = 192, height = 64;
+  int64_t classes = 37;                                   // charset + 1 (the blank)
+  std::vector<int64_t> channels = {32, 64, 128, 256, 256};  // one block each
+  int convs_per_block = 2;
+  int64_t gru_hidden = 128;
+  int gru_layers = 2;
+  double dropout = 0.25;
+  minidl::GruPath gru_path = minidl::GruPath::fused;
+
+  // The feature map the CNN leaves: each block halves the height, all but the last halve the width.
+  int64_t feature_height() const { return height >> channels.size(); }
+  int64_t time_steps() const { return width >> (channels.size() - 1); }
+};
+
+class CaptchaModel : public minidl::Module {
+ public:
+  explicit CaptchaModel(const ModelConfig& c) : config(c) {
+    using namespace minidl;
+    MINIDL_CHECK(!c.channels.empty() && c.convs_per_block >= 1 && c.classes >= 2, "captcha model: bad configuration");
+    MINIDL_CHECK(c.feature_height() >= 1 && c.time_steps() >= 1, "captcha model: a ", c.width, "x", c.height,
+                 " input is too small for ", c.channels.size(), " pooling blocks");
+    cnn = register_module("cnn", std::make_shared<Sequential>());
+    int64_t in = 3;
+    for (size_t b = 0; b < c.channels.size(); ++b) {
+      for (int k = 0; k < c.convs_per_block; ++k, in = c.channels[b]) {
+        cnn->push_back(std::make_shared<Conv2d>(in, c.channels[b], 3, 1, 1, /*bias=*/false));
+        cnn->push_back(std::make_shared<BatchNorm2d>(c.channels[b]));
+        cnn->push_back(std::make_shared<ReLU>());
+      }
+      Pool2dParams pool;  // 2x2 ...
+      if (b + 1 == c.channels.size()) pool.kernel_w = pool.stride_w = 1;  // ... and 2x1 for the last block
+      cnn->push_back(std::make_shared<MaxPool2d>(pool));
+    }
+    cnn->push_back(std::make_shared<Dropout>(c.dropout));
+    rnn = register_module("rnn", std::make_shared<GRU>(in * c.feature_height(), c.gru_hidden, c.gru_layers,
+                                                       /*bidirectional=*/true, c.gru_path));
+    rnn_dropout = register_module("rnn_dropout", std::make_shared<Dropout>(c.dropout));
+    classifier = register_module("classifier", std::make_shared<Linear>(2 * c.gru_hidden, c.classes));
+  }
+
+  // x [N, 3, H, W] -> log_probs [T, N, classes]
+  minidl::Tensor forward(const minidl::Tensor& x) override {
+    using namespace minidl;
+    MINIDL_CHECK(x.dim() == 4 && x.size(1) == 3 && x.size(2) == config.height && x.size(3) == config.width,
+                 "captcha model: expected images [N, 3, ", config.height, ", ", config.width, "], got ",
+                 shape_str(x.shape()));
+    const Tensor features = (*cnn)(x);                              // [N, C, H', W']
+    const int64_t steps = features.size(3), batch = features.size(0);
+    const Tensor sequence = features.permute({3, 0, 1, 2}).reshape({steps, batch, -1});  // [W', N, C * H']
+    const Tensor h = (*rnn_dropout)((*rnn)(sequence));             // [T, N, 2 * hidden]
+    return log_softmax((*classifier)(h), -1);
+  }
+
+  std::string type_name() const override { return "CaptchaModel"; }
+
+  ModelConfig config;
+  std::shared_ptr<minidl::Sequential> cnn;
+  std::shared_ptr<minidl::GRU> rnn;
+  std::shared_ptr<minidl::Dropout> rnn_dropout;
+  std::shared_ptr<minidl::Linear> classifier;
+};
+
+}  // namespace captcha

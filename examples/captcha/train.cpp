@@ -1,0 +1,379 @@
+// examples/captcha/train.cpp — `captcha train`: train the CNN + bidirectional GRU + CTC recognizer.
+//
+//   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
+//                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
+//                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
+//                 [--kernel OP=NAME]... [--threads N] [--gru fused|composed] [--channels A,B,...]
+//                 [--convs-per-block N] [--hidden N] [--dropout P]
+//
+// Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
+// the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
+// the previous one); an epoch is --epoch-size fresh captchas (captcha i of seed S, never repeated). With
+// --data DIR, the labelled images of DIR (nn/captcha_data.h), shuffled each epoch.
+// Validation after every epoch: --val-data DIR; else, for generated training data, --val-count captchas of
+// seed S + 1 (fixed for the run, disjoint from training); else every k-th image of --data, held out.
+// Loss: ctc_loss over all T time steps (zero_infinity: a label no alignment fits adds nothing rather
+// than inf). Adam, by default with a cosine decay of the learning rate to 1% over the whole run.
+// --save writes the model after every epoch with its configuration, charset and label length in the
+// metadata; `captcha eval` tests on seed S + 2 by default.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/random.h"
+#include "examples/captcha/common.h"
+#include "nn/captcha_data.h"
+#include "nn/checkpoint.h"
+#include "nn/ctc_decode.h"
+#include "nn/lr_schedule.h"
+#include "nn/metrics.h"
+#include "nn/optim.h"
+#include "nn/progress.h"
+
+using namespace minidl;
+
+namespace captcha {
+
+namespace {
+
+struct TrainArgs {
+  std::string device = "auto", data, val_data, metrics, save;
+  std::string charset = CaptchaOptions().charset, length = "4", gru = "fused", schedule = "cosine";
+  std::string channels = "32,64,128,256,256";
+  int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
+  int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
+  double lr = 1e-3, dropout = 0.25;
+  uint64_t seed = 1;
+  std::vector<std::string> kernels;
+  CLI::Option* charset_flag = nullptr;  // was --charset given?
+  CLI::Option* length_flag = nullptr;
+};
+
+// Where batches come from: a fresh generated range per epoch, or one loader over a folder.
+struct TrainingData {
+  std::string charset, length, description;
+  int max_length = 0;
+  int64_t batches_per_epoch = 0;
+  std::shared_ptr<Dataset> validation;
+  std::function<DataLoader(int64_t epoch)> loader;
+};
+
+// The padded-target batch of a folder: images and their classes padded with 0 to the longest label.
+std::shared_ptr<TensorDataset> folder_dataset(const CaptchaDataset& folder, const std::string& charset) {
+  return std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, charset).targets);
+}
+
+TrainingData generated_data(const TrainArgs& a, int threads) {
+  CaptchaOptions options;
+  options.charset = a.charset;
+  std::tie(options.min_length, options.max_length) = parse_length_range(a.length);
+  options.width = a.width;
+  options.height = a.height;
+  check_captcha_options(options);
+  MINIDL_CHECK(a.epoch_size >= a.batch, "--epoch-size (", a.epoch_size, ") must hold at least one batch of ",
+               a.batch);
+  TrainingData d;
+  d.charset = options.charset;
+  d.length = a.length;
+  d.max_length = options.max_length;
+  d.batches_per_epoch = a.epoch_size / a.batch;
+  d.description = str_cat("generated captchas (seed ", a.seed, "; an epoch is ", d.batches_per_epoch * a.batch,
+                          " new ones)");
+  const int64_t per_epoch = d.batches_per_epoch * a.batch;
+  const uint64_t seed = a.seed;
+  const int64_t batch = a.batch;
+  d.loader = [options, seed, per_epoch, batch, threads](int64_t epoch) {
+    auto data = std::make_shared<GeneratedCaptchaDataset>(options, seed, per_epoch, threads,
+                                                          static_cast<uint64_t>(epoch * per_epoch));
+    DataLoaderOptions lo;
+    lo.batch_size = batch;
+    lo.drop_last = true;
+    return DataLoader(data, lo);
+  };
+  d.validation = std::make_shared<GeneratedCaptchaDataset>(options, a.seed + 1, a.val_count, threads);
+  return d;
+}
+
+TrainingData folder_data(const TrainArgs& a, int threads) {
+  CaptchaFolderOptions fo;
+  fo.width = a.width;
+  fo.height = a.height;
+  fo.threads = threads;
+  if (*a.charset_flag) fo.charset = a.charset;
+  if (*a.length_flag) {
+    const auto [lo, hi] = parse_length_range(a.length);
+    if (lo == hi) fo.length = lo;
+  }
+  const CaptchaDataset folder = load_captcha_folder(a.data, fo);
+  TrainingData d;
+  d.charset = folder.charset;
+  size_t shortest = folder.labels[0].size(), longest = 0;
+  for (const std::string& l : folder.labels) {
+    shortest = std::min(shortest, l.size());
+    longest = std::max(longest, l.size());
+  }
+  d.max_length = static_cast<int>(longest);
+  d.length = shortest == longest ? std::to_string(longest) : str_cat(shortest, "-", longest);
+  auto all = folder_dataset(folder, d.charset);
+  const int64_t N = all->size();
+
+  std::shared_ptr<TensorDataset> train = all;
+  if (!a.val_data.empty()) {
+    fo.charset = d.charset;  // validation labels must use the training charset
+    fo.length = 0;
+    const CaptchaDataset val = load_captcha_folder(a.val_data, fo);
+    MINIDL_CHECK(infer_charset(val.labels).find_first_not_of(d.charset) == std::string::npos,
+                 "--val-data has characters outside the training charset");
+    d.validation = folder_dataset(val, d.charset);
+  } else {
+    // Every k-th image is held out (at most a tenth of the folder): spread over the sorted file names.
+    const int64_t held = std::max<int64_t>(1, std::min<int64_t>(a.val_count, N / 10));
+    MINIDL_CHECK(N >= 2, "--data has ", N, " image(s): too few to hold some out for validation (or give --val-data)");
+    const int64_t k = N / held;
+    std::vector<int64_t> train_idx, val_idx;
+    for (int64_t i = 0; i < N; ++i) {
+      const bool hold_out = i % k == k - 1 && static_cast<int64_t>(val_idx.size()) < held;
+      (hold_out ? val_idx : train_idx).push_back(i);
+    }
+    const Batch v = all->get_batch(val_idx), t = all->get_batch(train_idx);
+    d.validation = std::make_shared<TensorDataset>(v.inputs, v.targets);
+    train = std::make_shared<TensorDataset>(t.inputs, t.targets);
+  }
+  const bool drop_last = train->size() > a.batch;
+  d.batches_per_epoch = drop_last ? train->size() / a.batch : 1;
+  d.description = str_cat(train->size(), " images of ", a.data, " (", d.validation->size(), " for validation",
+                          a.val_data.empty() ? ", held out" : str_cat(" from ", a.val_data), ")");
+  const uint64_t seed = a.seed;
+  const int64_t batch = a.batch;
+  d.loader = [train, seed, batch, drop_last](int64_t) {
+    DataLoaderOptions lo;
+    lo.batch_size = batch;
+    lo.shuffle = true;
+    lo.seed = seed;
+    lo.drop_last = drop_last;
+    return DataLoader(train, lo);
+  };
+  return d;
+}
+
+// Losses of recent steps, kept on the device and read in one go (a read waits for the GPU).
+class LossLog {
+ public:
+  void add(const Tensor& loss, int64_t samples) {
+    pending_.push_back(loss.detach().reshape({1}));
+    pending_samples_.push_back(samples);
+    if (pending_.size() >= 64) flush();
+  }
+  void flush() {
+    if (pending_.empty()) return;
+    const std::vector<double> values = concat(pending_, 0).to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      sum_ += values[i] * static_cast<double>(pending_samples_[i]);
+      count_ += pending_samples_[i];
+    }
+    pending_.clear();
+    pending_samples_.clear();
+  }
+  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
+  int64_t samples() const { return count_; }
+
+ private:
+  std::vector<Tensor> pending_;
+  std::vector<int64_t> pending_samples_;
+  double sum_ = 0;
+  int64_t count_ = 0;
+};
+
+int run_train(const TrainArgs& a) {
+  select_kernels_from_flags(a.kernels);
+  const Device device = choose_device(a.device);
+  const int threads = thread_count(a.threads);
+  TrainingData data = a.data.empty() ? generated_data(a, threads) : folder_data(a, threads);
+
+  ModelConfig config;
+  config.width = a.width;
+  config.height = a.height;
+  config.classes = static_cast<int64_t>(data.charset.size()) + 1;
+  config.channels = parse_channels(a.channels);
+  config.convs_per_block = a.convs_per_block;
+  config.gru_hidden = a.hidden;
+  config.gru_layers = a.gru_layers;
+  config.dropout = a.dropout;
+  config.gru_path = parse_gru_path(a.gru);
+  manual_seed(a.seed);
+  auto model = std::make_shared<CaptchaModel>(config);
+  const int64_t T = config.time_steps();
+  MINIDL_CHECK(T >= data.max_length, "the model reads ", T, " time steps (columns) of a ", a.width,
+               "-pixel-wide image, fewer than the ", data.max_length, " characters of the longest label");
+  if (T < 2 * data.max_length - 1)
+    std::printf("captcha: warning: %lld time steps cannot read %d characters when neighbours repeat (needs %d)\n",
+                static_cast<long long>(T), data.max_length, 2 * data.max_length - 1);
+  model->to(device);  // before building the optimizer (nn/module.h)
+
+  AdamOptions adam_options;
+  adam_options.lr = a.lr;
+  Adam optimizer(model->parameters(), adam_options);
+  const int64_t epochs = a.steps > 0 ? (a.steps + data.batches_per_epoch - 1) / data.batches_per_epoch : a.epochs;
+  const int64_t total_steps = a.steps > 0 ? a.steps : epochs * data.batches_per_epoch;
+  std::unique_ptr<LRScheduler> schedule;
+  if (a.schedule == "cosine")
+    schedule = std::make_unique<CosineAnnealingLR>(optimizer, total_steps, a.lr * 0.01);
+  else
+    MINIDL_CHECK(a.schedule == "constant", "--schedule must be cosine or constant, got '", a.schedule, "'");
+
+  DataLoaderOptions val_options;
+  val_options.batch_size = eval_batch_size(device);
+  DataLoader val_loader(data.validation, val_options);
+  std::unique_ptr<MetricsWriter> metrics;
+  if (!a.metrics.empty()) metrics = std::make_unique<MetricsWriter>(a.metrics);
+
+  std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
+              data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
+              a.height);
+  std::printf("captcha: model %s, %lld parameters, %lld time steps, GRU %s; Adam lr %g (%s); "
+              "%lld epoch(s) of %lld batches of %lld, %lld steps\n",
+              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T), a.gru.c_str(),
+              a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
+              static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
+              static_cast<long long>(total_steps));
+  std::fflush(stdout);
+
+  EvalResult val;
+  int64_t step = 0;
+  for (int64_t epoch = 1; epoch <= epochs && step < total_steps; ++epoch) {
+    model->train();
+    const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - step);
+    Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
+    LossLog losses;
+    int64_t epoch_step = 0;
+    DataLoader loader = data.loader(epoch - 1);
+    for (Batch& batch : loader.epoch(epoch - 1)) {
+      const int64_t B = batch.size();
+      const Tensor log_probs = (*model)(batch.inputs.to(device));
+      const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
+      const Tensor loss = ctc_loss(log_probs, batch.targets, input_lengths, ctc_target_lengths(batch.targets), 0,
+                                   /*zero_infinity=*/true);
+      optimizer.zero_grad();
+      loss.backward();
+      optimizer.step();
+      if (schedule) schedule->step();
+      losses.add(loss, B);
+      ++step;
+      ++epoch_step;
+      if (progress.due(epoch_step)) {
+        losses.flush();
+        const double batch_accuracy = sequence_accuracy(ctc_greedy_decode_text(log_probs.detach(), data.charset),
+                                                        ctc_targets_to_text(batch.targets, data.charset));
+        progress.update(epoch_step, losses.samples(), losses.mean(), batch_accuracy);
+      }
+      if (epoch_step == epoch_steps) break;
+    }
+    losses.flush();
+    const double train_seconds = progress.elapsed_seconds();
+    progress.clear();
+    val = evaluate(*model, val_loader, data.charset, device, "validation");
+    const double seconds = progress.elapsed_seconds();
+    const double images_per_second = static_cast<double>(losses.samples()) / train_seconds;
+
+    char summary[320];
+    std::snprintf(summary, sizeof summary,
+                  "epoch %lld/%lld (step %lld): train loss %.4f | validation loss %.4f, whole-captcha accuracy %s, "
+                  "per-character %s | %s, %.0f images/s",
+                  static_cast<long long>(epoch), static_cast<long long>(epochs), static_cast<long long>(step),
+                  losses.mean(), val.loss, percent(val.sequence_accuracy).c_str(),
+                  percent(val.character_accuracy).c_str(), format_duration(seconds).c_str(), images_per_second);
+    progress.finish(summary);
+    if (metrics)
+      metrics->write({{"epoch", epoch},
+                      {"step", step},
+                      {"loss", losses.mean()},
+                      {"val_loss", val.loss},
+                      {"val_accuracy", val.sequence_accuracy},
+                      {"val_char_accuracy", val.character_accuracy},
+                      {"seconds", seconds},
+                      {"train_seconds", train_seconds},
+                      {"images_per_second", images_per_second},
+                      {"lr", optimizer.lr()},
+                      {"device", device.str()},
+                      {"batch_size", a.batch},
+                      {"gru", a.gru}});
+    if (!a.save.empty()) {
+      std::map<std::string, std::string> meta = model_metadata(config, data.charset, data.length);
+      meta["seed"] = std::to_string(a.seed);
+      meta["epoch"] = std::to_string(epoch);
+      meta["step"] = std::to_string(step);
+      meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
+      save_checkpoint(a.save, *model, nullptr, meta);
+      std::printf("captcha: saved %s\n", a.save.c_str());
+    }
+    std::fflush(stdout);
+  }
+  std::printf("final validation: whole-captcha accuracy %s (%lld/%lld), per-character %s\n",
+              percent(val.sequence_accuracy).c_str(), static_cast<long long>(val.correct),
+              static_cast<long long>(val.count), percent(val.character_accuracy).c_str());
+  return 0;
+}
+
+CLI::Validator at_least(double min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        try {
+          if (std::stod(text) >= min) return "";
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        return str_cat("must be at least ", min, ", got ", text);
+      },
+      "");
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& parent) {
+  auto a = std::make_shared<TrainArgs>();
+  CLI::App* cmd = parent.add_subcommand("train", "train the recognizer; prints progress and validation accuracy");
+  cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
+  CLI::Option* steps =
+      cmd->add_option("--steps", a->steps, "stop after N training steps (batches)")->check(at_least(1));
+  CLI::Option* epochs =
+      cmd->add_option("--epochs", a->epochs, "epochs to train")->capture_default_str()->check(at_least(1));
+  steps->excludes(epochs);
+  cmd->add_option("--epoch-size", a->epoch_size, "generated captchas per epoch")
+      ->capture_default_str()
+      ->check(at_least(1));
+  cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--schedule", a->schedule, "learning rate: cosine (decay to 1% over the run) or constant")
+      ->capture_default_str();
+  cmd->add_option("--data", a->data, "train on the labelled images of DIR instead of generated captchas");
+  cmd->add_option("--val-data", a->val_data, "validate on the labelled images of DIR");
+  cmd->add_option("--val-count", a->val_count, "generated validation captchas (or images held out of --data)")
+      ->capture_default_str()->check(at_least(1));
+  a->charset_flag = cmd->add_option("--charset", a->charset, "characters (with --data: inferred from the labels)")
+                        ->capture_default_str();
+  a->length_flag = cmd->add_option("--length", a->length, "characters per captcha: N or A-B")->capture_default_str();
+  cmd->add_option("--width", a->width, "model input width")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--height", a->height, "model input height")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and data (validation uses seed + 1)")
+      ->capture_default_str();
+  cmd->add_option("--metrics", a->metrics, "write one JSON object per epoch to FILE (JSON Lines)");
+  cmd->add_option("--save", a->save, "save the model to FILE after each epoch");
+  cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
+  cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
+  cmd->add_option("--gru", a->gru, "GRU step: fused (gru_cell op) or composed (elementwise ops)")
+      ->capture_default_str();
+  cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
+  cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
+      ->check(at_least(1));
+  cmd->add_option("--hidden", a->hidden, "GRU hidden size (per direction)")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--gru-layers", a->gru_layers, "GRU layers")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the GRU")->capture_default_str();
+  return {cmd, [a] { return run_train(*a); }};
+}
+
+}  // namespace captcha
