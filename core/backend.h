@@ -42,4 +42,8 @@ bool has_backend(DeviceType type);
 // Throws a clear Error when `d` cannot be used (no backend in this build, no driver, index too large).
 void check_device_usable(const Device& d);
 
+// The device a program's --device flag names ("auto", "cpu", "cuda", "cuda:N"). "auto" picks cuda:0 when a
+// GPU is usable and the CPU otherwise; the choice and its reason are printed as "<program>: device ...".
+Device choose_device(const std::string& flag, const std::string& program);
+
 }  // namespace minidl

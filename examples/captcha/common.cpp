@@ -57,27 +57,7 @@ std::vector<int64_t> parse_channels(const std::string& spec) {
   return out;
 }
 
-Device choose_device(const std::string& flag) {
-  if (flag != "auto") {
-    const Device d = Device::parse(flag);
-    check_device_usable(d);
-    std::printf("captcha: device %s (--device %s)\n", d.str().c_str(), flag.c_str());
-    return d;
-  }
-  std::string why;
-  if (!has_backend(DeviceType::cuda)) {
-    why = "this build has no CUDA support";
-  } else {
-    DeviceBackend& cuda = backend_for(DeviceType::cuda);
-    if (cuda.device_count() > 0) {
-      std::printf("captcha: device cuda:0 (--device auto: a CUDA GPU is usable; --device cpu to use the CPU)\n");
-      return Device::cuda(0);
-    }
-    why = "no usable CUDA GPU: " + cuda.unavailable_reason();
-  }
-  std::printf("captcha: device cpu (--device auto: %s)\n", why.c_str());
-  return Device::cpu();
-}
+Device choose_device(const std::string& flag) { return minidl::choose_device(flag, "captcha"); }
 
 int thread_count(int flag) {
   return flag > 0 ? flag : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -72,27 +72,7 @@ CLI::Validator positive() {
 // ------------------------------------------------------------------ devices
 
 // "auto": the GPU when this build has CUDA and a GPU is usable, else the CPU; says which and why.
-Device choose_device(const std::string& flag) {
-  if (flag != "auto") {
-    const Device d = Device::parse(flag);
-    check_device_usable(d);  // a clear error when the build or the machine has no such device
-    std::printf("mnist: device %s (--device %s)\n", d.str().c_str(), flag.c_str());
-    return d;
-  }
-  std::string why;
-  if (!has_backend(DeviceType::cuda)) {
-    why = "this build has no CUDA support";
-  } else {
-    DeviceBackend& cuda = backend_for(DeviceType::cuda);
-    if (cuda.device_count() > 0) {
-      std::printf("mnist: device cuda:0 (--device auto: a CUDA GPU is usable; --device cpu to use the CPU)\n");
-      return Device::cuda(0);
-    }
-    why = "no usable CUDA GPU: " + cuda.unavailable_reason();
-  }
-  std::printf("mnist: device cpu (--device auto: %s)\n", why.c_str());
-  return Device::cpu();
-}
+Device choose_device(const std::string& flag) { return minidl::choose_device(flag, "mnist"); }
 
 // ------------------------------------------------------------------ running loss and accuracy
 
