@@ -5,12 +5,13 @@
 #   make test     build, then run every test through ctest
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
+#   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~5 min on an H200) and evaluate it
 #   make clean    remove build/
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure deps test data mnist clean
+.PHONY: all configure deps test data mnist captcha clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -29,6 +30,10 @@ data:
 
 mnist: deps all data
 	$(BUILD)/bin/mnist train --data data/mnist $(MNIST_FLAGS)
+
+captcha: deps all
+	$(BUILD)/bin/captcha train --save captcha.ckpt $(CAPTCHA_FLAGS)
+	$(BUILD)/bin/captcha eval --model captcha.ckpt
 
 clean:
 	rm -rf $(BUILD)
