@@ -364,6 +364,28 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
   }
 }
 
+// The statistics of a channel whose mean is far from zero: a one-pass variance (E[x^2] - E[x]^2) loses
+// it to cancellation unless it is shifted (v2_split) or computed in two passes (v1_two_pass).
+TEST_CASE("cuda batch_norm statistics stay accurate when |mean| >> std", "[cuda][batch_norm]") {
+  if (!gpu_available()) return;
+  manual_seed(7);
+  const Shape s{16, 3, 3000}, cs{3};
+  const Tensor x = random_f32(s, 999, 1001), gamma = random_f32(cs, 0.5, 1.5), beta = random_f32(cs);
+  Tensor y_ref = empty(s), mean_ref = empty(cs), invstd_ref = empty(cs);
+  with_cpu_naive("batch_norm", [&] {
+    dispatch<BatchNormKernel>("batch_norm", Device::cpu(), x, gamma, beta, 1e-5, y_ref, mean_ref, invstd_ref);
+  });
+  for_each_kernel("batch_norm", [&](Device d, const std::string& name) {
+    if (d.is_cpu()) return;
+    Tensor y = empty_on(s, d), mean = empty_on(cs, d), invstd = empty_on(cs, d);
+    dispatch<BatchNormKernel>("batch_norm", d, x.to(d), gamma.to(d), beta.to(d), 1e-5, y, mean, invstd);
+    CHECK(last_kernel("batch_norm", d.type) == name);
+    // x itself is float32 (steps of 6e-5 near 1000) and so is the saved mean: y is good to about 1e-3.
+    CHECK(compare(invstd, invstd_ref, 1e-4, 0) == "");
+    CHECK(compare(y, y_ref, 0, 2e-3) == "");
+  });
+}
+
 // ================================================================ through the ops, with autograd
 
 namespace {
