@@ -20,6 +20,7 @@ void register_cpu_kernels() {
   register_pool_planes_cpu();
   register_ctc_kernels_cpu();
   register_gru_kernels_cpu();
+  register_gru_sequence_kernels_cpu();
 }
 
 }  // namespace minidl

@@ -23,5 +23,6 @@ void register_pool_naive_cpu();           // cpu/pool_naive.cpp
 void register_pool_planes_cpu();          // cpu/pool_planes.cpp
 void register_ctc_kernels_cpu();          // cpu/ctc_naive.cpp
 void register_gru_kernels_cpu();          // cpu/gru_naive.cpp, cpu/gru_fast.cpp
+void register_gru_sequence_kernels_cpu(); // cpu/gru_sequence_naive.cpp
 
 }  // namespace minidl

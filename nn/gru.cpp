@@ -10,10 +10,19 @@ namespace minidl {
 GruPath parse_gru_path(const std::string& name) {
   if (name == "fused") return GruPath::fused;
   if (name == "composed") return GruPath::composed;
-  throw Error(str_cat("GRU: unknown implementation '", name, "' (expected fused or composed)"));
+  if (name == "sequence") return GruPath::sequence;
+  throw Error(str_cat("GRU: unknown implementation '", name,
+                      "' (expected fused or composed, the per-step paths, or sequence, the gru_sequence op)"));
 }
 
-const char* gru_path_name(GruPath path) { return path == GruPath::fused ? "fused" : "composed"; }
+const char* gru_path_name(GruPath path) {
+  switch (path) {
+    case GruPath::fused: return "fused";
+    case GruPath::composed: return "composed";
+    case GruPath::sequence: return "sequence";
+  }
+  return "?";
+}
 
 Tensor gru_cell_composed(const Tensor& gi, const Tensor& gh, const Tensor& h) {
   const int64_t H = h.size(-1);
@@ -27,6 +36,8 @@ Tensor gru_direction(const Tensor& x, const GruWeights& w, bool reverse, GruPath
   MINIDL_CHECK(x.dim() == 3, "GRU: expected input [T, N, features], got ", shape_str(x.shape()));
   const int64_t T = x.size(0), N = x.size(1), H = w.w_hh.size(1);
   MINIDL_CHECK(T > 0, "GRU: the input has no time steps (shape ", shape_str(x.shape()), ")");
+  MINIDL_CHECK(path != GruPath::sequence, "GRU: gru_direction runs the per-step paths only; the sequence path "
+               "computes whole stacks through gru()");
   // The input projection of every time step in one product: [T, N, 3H].
   const Tensor gi_all = linear(x, w.w_ih, w.b_ih);
   Tensor h = zeros({N, H}, x.options());
@@ -46,6 +57,13 @@ Tensor gru(const Tensor& x, const std::vector<GruWeights>& weights, int num_laye
   const size_t dirs = bidirectional ? 2 : 1;
   MINIDL_CHECK(num_layers >= 1 && weights.size() == num_layers * dirs, "GRU: ", weights.size(),
                " weight sets for ", num_layers, " layer(s)", bidirectional ? ", bidirectional" : "");
+  if (path == GruPath::sequence) {
+    MINIDL_CHECK(x.dim() == 3 && x.size(0) > 0, "GRU: expected input [T, N, features] with T > 0, got ",
+                 shape_str(x.shape()));
+    std::vector<Tensor> params;
+    for (const GruWeights& w : weights) params.insert(params.end(), {w.w_ih, w.w_hh, w.b_ih, w.b_hh});
+    return gru_sequence(x, params, num_layers, bidirectional);
+  }
   Tensor layer_input = x;
   for (int layer = 0; layer < num_layers; ++layer) {
     const GruWeights& fw = weights[layer * dirs];

@@ -17,6 +17,8 @@
 //   composed  the same equations written with slice/add/sigmoid/tanh/mul ops, differentiated by autograd:
 //             the readable reference, correct on every device that has the elementwise kernels
 // Both compute gi for all time steps with one linear() over [T, N, in] and gh with one linear() per step.
+//   sequence  the whole stack (every layer, both directions) in one gru_sequence op (ops/ops.h): one kernel
+//             forward and one backward, so a library RNN can serve it (--kernel gru_sequence=naive|cudnn)
 #pragma once
 #include <memory>
 #include <string>
@@ -26,8 +28,8 @@
 
 namespace minidl {
 
-enum class GruPath { fused, composed };
-// "fused" / "composed"; throws an Error naming the accepted values otherwise.
+enum class GruPath { fused, composed, sequence };
+// "fused" / "composed" / "sequence"; throws an Error naming the accepted values otherwise.
 GruPath parse_gru_path(const std::string& name);
 const char* gru_path_name(GruPath path);
 
@@ -40,7 +42,7 @@ struct GruWeights {
 Tensor gru_cell_composed(const Tensor& gi, const Tensor& gh, const Tensor& h);
 
 // One direction of one layer: x [T, N, in] -> [T, N, H]; `reverse` runs t = T-1 .. 0 (output t is still
-// the state after reading x_t).
+// the state after reading x_t). The per-step paths only: the sequence path computes whole stacks (gru()).
 Tensor gru_direction(const Tensor& x, const GruWeights& w, bool reverse, GruPath path);
 
 // The whole stack: `weights` holds layer 0 forward, layer 0 reverse (when bidirectional), layer 1 ...

@@ -14,6 +14,7 @@
 // The naive CPU kernels (cpu/*_naive.cpp) are the reference every other kernel is tested against.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -201,5 +202,41 @@ using GruCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& h, 
 // linear op's gradient).
 using GruCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& h, const Tensor& gates, Tensor& grad_gi,
                                    Tensor& grad_gh, Tensor& grad_h);
+
+// ---------------------------------------------------------------- GRU over whole sequences (all layers, both directions)
+// x [T, N, I]; params: per layer k (0 .. L-1) and direction d (0 forward, then 1 reverse when
+// bidirectional), the four tensors w_ih [3H, in_k], w_hh [3H, H], b_ih [3H], b_hh [3H] (row blocks r, z, n),
+// in_0 = I, in_k = H * dirs after. y [T, N, H * dirs]. All contiguous, one dtype. For each layer and
+// direction, with h_{-1} = 0 and the reverse direction visiting t = T-1 .. 0 (its "previous" step is t+1):
+//   gi = in_t W_ih^T + b_ih,  gh = h_prev W_hh^T + b_hh
+//   r = sigmoid(gi_r + gh_r),  z = sigmoid(gi_z + gh_z),  n = tanh(gi_n + r * gh_n)
+//   h_t = (1 - z) * n + z * h_prev,   written to y_k[t, :, d*H .. d*H+H)
+// in_t is x_t for layer 0 and layer k-1's output at t after; y is the last layer's output.
+//
+// The reserve: what a forward kernel keeps for its backward, in a layout private to that kernel. The
+// forward kernel sets `kernel` to its own registered name and allocates `data` (any dtype, any size); a
+// backward kernel must decline (return false) a reserve whose `kernel` is not its own name, so a backward
+// never reads another kernel's layout, whatever the selection says. With keep_reserve false (no gradient
+// wanted) the forward kernel may leave data undefined. A backward kernel may overwrite the reserve's
+// contents (cuDNN's does), so each reserve serves one backward call.
+struct GruSequenceReserve {
+  std::string kernel;
+  Tensor data;
+};
+// Key "gru_sequence": y from x and params (the equations above).
+using GruSequenceKernel = bool(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
+                               bool keep_reserve, Tensor& y, GruSequenceReserve& reserve);
+// Key "gru_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y, the forward's reserve),
+// grad_x [T, N, I] and grad_params (one per parameter, same shapes), overwritten (=). Per step, in reverse
+// order of the direction's visit, with g = dL/dh_t (from grad_y and from the step after) and the gates:
+//   d_n = g (1 - z) (1 - n^2),  d_z = g (h_prev - n) z (1 - z),  d_r = d_n gh_n r (1 - r)
+//   dgi = (d_r, d_z, d_n),  dgh = (d_r, d_z, d_n * r)
+//   grad_b_ih += dgi,  grad_b_hh += dgh,  grad_w_ih += dgi^T in_t,  grad_w_hh += dgh^T h_prev
+//   grad_in_t += dgi W_ih,  dL/dh_prev = g z + dgh W_hh
+// and layer k's grad_in_t is (part of) layer k-1's dL/dy.
+using GruSequenceBackwardKernel = bool(const Tensor& grad_y, const Tensor& x, const std::vector<Tensor>& params,
+                                       int num_layers, bool bidirectional, const Tensor& y,
+                                       const GruSequenceReserve& reserve, Tensor& grad_x,
+                                       std::vector<Tensor>& grad_params);
 
 }  // namespace minidl

@@ -111,4 +111,11 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
 // GRU layer on it; the same step written with elementwise ops is the layer's "composed" path.
 Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
 
+// ---- GRU over whole sequences (ops/gru_sequence.cpp)
+// The GRU layer's whole stack in one op: x [T, N, I], params flat in nn/gru.h's order (per layer k,
+// forward then reverse: w_ih [3H, in_k], w_hh [3H, H], b_ih [3H], b_hh [3H]) -> y [T, N, H * dirs],
+// with PyTorch's equations and h_{-1} = 0 (formulas in ops/kernel_signatures.h). One kernel call forward
+// and one backward (grads for x and every parameter), so a library RNN (cuDNN) can be a kernel of it.
+Tensor gru_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional);
+
 }  // namespace minidl

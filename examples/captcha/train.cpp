@@ -3,7 +3,7 @@
 //   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
 //                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
 //                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
-//                 [--kernel OP=NAME]... [--threads N] [--gru fused|composed] [--channels A,B,...]
+//                 [--kernel OP=NAME]... [--threads N] [--gru fused|composed|sequence] [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
@@ -365,7 +365,7 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--save", a->save, "save the model to FILE after each epoch");
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
-  cmd->add_option("--gru", a->gru, "GRU step: fused (gru_cell op) or composed (elementwise ops)")
+  cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops) or sequence (one gru_sequence op)")
       ->capture_default_str();
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()

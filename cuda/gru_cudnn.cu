@@ -1,0 +1,308 @@
+// cuda/gru_cudnn.cu — the sequence-level GRU through cuDNN's RNN API: kernel "cudnn" of keys
+// "gru_sequence" (cudnnRNNForward) and "gru_sequence.backward" (cudnnRNNBackwardData_v8, then
+// cudnnRNNBackwardWeights_v8). float32 only (declines float64).
+// Accumulation convention: y, grad_x and the parameter gradients are overwritten (=); cuDNN adds the
+// weight gradients (CUDNN_WGRAD_MODE_ADD) into a weight-gradient space we zero first.
+//
+// The math is ops/kernel_signatures.h's. cuDNN's GRU (CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS) computes
+//   r = sigmoid(W_r x + b_Wr + R_r h + b_Rr),  u = sigmoid(W_u x + b_Wu + R_u h + b_Ru)
+//   h' = tanh(W_h x + b_Wh + r * (R_h h + b_Rh)),  h_t = (1 - u) * h' + u * h
+// which is PyTorch's GRU with (W, R, b_W, b_R) = (W_ih, W_hh, b_ih, b_hh) and u = z. Mapping of our
+// parameters (per layer k and direction d; cuDNN's pseudo-layer is k * dirs + d, forward even):
+//   linLayerID 0, 1, 2 (gates r, u, h'): matrix = rows [g*H, g*H + H) of w_ih ([H, in_k], row-major),
+//                                        bias   = b_ih[g*H, g*H + H)
+//   linLayerID 3, 4, 5 (the same gates):  matrix = rows of w_hh ([H, H]), bias = b_hh[...]
+// cudnnGetRNNWeightParams says where each matrix and bias sits in cuDNN's weight space; we check that
+// it reports the sizes we expect (H * in_k, H), so a wrong mapping fails loudly rather than silently.
+//
+// Per call: our parameters are packed into a weight space (device-to-device copies on our stream), and
+// unpacked from the weight-gradient space after the backward. Layouts: x and y are [T, N, features]
+// (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, every sequence of length T); h_{-1} = 0 (hx = NULL).
+// Descriptors, the buffer sizes and the parameter offsets are built once per (device, T, N, I, H,
+// layers, directions) and cached.
+//
+// The reserve (GruSequenceReserve::kernel "cudnn"): cuDNN's training reserve space, a float32 tensor of
+// at least the byte size cuDNN asked for. The backward declines any other reserve. With no gradient
+// wanted the forward runs CUDNN_FWD_MODE_INFERENCE and keeps no reserve.
+//
+// Precision: CUDNN_FMA_MATH (exact float32, like the CPU) unless MINIDL_TF32=1, then CUDNN_DEFAULT_MATH
+// (TF32 tensor cores allowed), as in cuda/conv_cudnn.cu.
+#ifdef MINIDL_WITH_CUDNN
+#include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "cuda/cuda_common.h"
+#include "cuda/dense_common.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+constexpr const char* kName = "cudnn";
+
+// Where one gate's matrix or bias of one of our parameters lives in cuDNN's weight space.
+struct Piece {
+  size_t param;         // index into the flat parameter list
+  int64_t src_offset;   // first element in our parameter tensor
+  size_t dst_offset;    // byte offset in the weight space
+  int64_t numel;        // H * in_k for a matrix, H for a bias
+};
+
+// Everything about one shape that does not change between calls.
+struct RnnPlan {
+  int device = 0;
+  int T = 0, N = 0, I = 0, H = 0, L = 0, dirs = 1;
+  cudnnDropoutDescriptor_t dropout = nullptr;
+  cudnnRNNDescriptor_t rnn = nullptr;
+  cudnnRNNDataDescriptor_t x_desc = nullptr, y_desc = nullptr;
+  cudnnTensorDescriptor_t h_desc = nullptr;
+  size_t weight_bytes = 0;
+  size_t train_work_bytes = 0, train_reserve_bytes = 0;
+  size_t infer_work_bytes = 0, infer_reserve_bytes = 0;
+  std::vector<Piece> pieces;  // found on the first call (needs a weight space)
+
+  RnnPlan() = default;
+  RnnPlan(const RnnPlan&) = delete;
+  RnnPlan& operator=(const RnnPlan&) = delete;
+  ~RnnPlan() {
+    if (h_desc) cudnnDestroyTensorDescriptor(h_desc);
+    if (y_desc) cudnnDestroyRNNDataDescriptor(y_desc);
+    if (x_desc) cudnnDestroyRNNDataDescriptor(x_desc);
+    if (rnn) cudnnDestroyRNNDescriptor(rnn);
+    if (dropout) cudnnDestroyDropoutDescriptor(dropout);
+  }
+};
+
+using PlanKey = std::array<int, 7>;  // device, T, N, I, H, layers, dirs
+
+std::unique_ptr<RnnPlan> build_plan(const PlanKey& key, cudnnHandle_t handle) {
+  auto p = std::make_unique<RnnPlan>();
+  p->device = key[0], p->T = key[1], p->N = key[2], p->I = key[3], p->H = key[4], p->L = key[5], p->dirs = key[6];
+  // No dropout between layers: a dropout descriptor with probability 0 and no state.
+  MINIDL_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&p->dropout));
+  MINIDL_CUDNN_CHECK(cudnnSetDropoutDescriptor(p->dropout, handle, 0.0f, nullptr, 0, 0));
+  MINIDL_CUDNN_CHECK(cudnnCreateRNNDescriptor(&p->rnn));
+  const cudnnMathType_t math = cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  MINIDL_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
+                                              p->dirs == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
+                                              CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math, p->I, p->H,
+                                              /*projSize=*/p->H, p->L, p->dropout, CUDNN_RNN_PADDED_IO_ENABLED));
+
+  // Every sequence has length T (host array: cuDNN copies it into the descriptor).
+  const std::vector<int> lengths(p->N, p->T);
+  float padding_fill = 0.0f;
+  MINIDL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&p->x_desc));
+  MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+                                               p->T, p->N, p->I, lengths.data(), &padding_fill));
+  MINIDL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&p->y_desc));
+  MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+                                               p->T, p->N, p->H * p->dirs, lengths.data(), &padding_fill));
+  // Initial/final hidden states [layers * dirs, N, H] (we pass none: h_{-1} = 0, the final h is not kept).
+  MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->h_desc));
+  const int h_dims[3] = {p->L * p->dirs, p->N, p->H};
+  const int h_strides[3] = {p->N * p->H, p->H, 1};
+  MINIDL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, h_dims, h_strides));
+
+  MINIDL_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, p->rnn, &p->weight_bytes));
+  MINIDL_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc,
+                                               &p->train_work_bytes, &p->train_reserve_bytes));
+  MINIDL_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, p->rnn, CUDNN_FWD_MODE_INFERENCE, p->x_desc,
+                                               &p->infer_work_bytes, &p->infer_reserve_bytes));
+  return p;
+}
+
+// The number of elements a cuDNN tensor descriptor describes.
+int64_t described_numel(cudnnTensorDescriptor_t desc) {
+  cudnnDataType_t type;
+  int nb = 0, dims[8], strides[8];
+  MINIDL_CUDNN_CHECK(cudnnGetTensorNdDescriptor(desc, 8, &type, &nb, dims, strides));
+  int64_t n = 1;
+  for (int i = 0; i < nb; ++i) n *= dims[i];
+  return n;
+}
+
+// Asks cuDNN where each gate matrix and bias of each pseudo-layer lives in `weight_space` (see the
+// mapping at the top of the file) and records it as pieces of our parameters.
+void locate_pieces(RnnPlan& p, cudnnHandle_t handle, const void* weight_space) {
+  cudnnTensorDescriptor_t m_desc = nullptr, b_desc = nullptr;
+  MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m_desc));
+  MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_desc));
+  std::vector<Piece> pieces;
+  try {
+    const char* base = static_cast<const char*>(weight_space);
+    for (int k = 0; k < p.L; ++k) {
+      const int64_t in = k == 0 ? p.I : int64_t{p.H} * p.dirs;
+      for (int d = 0; d < p.dirs; ++d) {
+        const int pseudo_layer = k * p.dirs + d;
+        const size_t first = static_cast<size_t>(4 * pseudo_layer);  // w_ih, w_hh, b_ih, b_hh
+        for (int lin = 0; lin < 6; ++lin) {
+          void* m_addr = nullptr;
+          void* b_addr = nullptr;
+          MINIDL_CUDNN_CHECK(cudnnGetRNNWeightParams(handle, p.rnn, pseudo_layer, p.weight_bytes, weight_space, lin,
+                                                     m_desc, &m_addr, b_desc, &b_addr));
+          const bool recurrent = lin >= 3;
+          const int gate = lin % 3;
+          const int64_t cols = recurrent ? p.H : in;
+          const int64_t m_numel = int64_t{p.H} * cols;
+          MINIDL_CHECK(m_addr != nullptr && b_addr != nullptr && described_numel(m_desc) == m_numel &&
+                           described_numel(b_desc) == p.H,
+                       "gru_sequence (cudnn): cuDNN's weight layout is not the expected one at layer ", k,
+                       " direction ", d, " linLayerID ", lin, ": matrix of ", described_numel(m_desc),
+                       " values (expected ", m_numel, "), bias of ", described_numel(b_desc), " (expected ", p.H,
+                       ")");
+          pieces.push_back({first + (recurrent ? 1 : 0), gate * m_numel,
+                            static_cast<size_t>(static_cast<const char*>(m_addr) - base), m_numel});
+          pieces.push_back({first + (recurrent ? 3 : 2), int64_t{gate} * p.H,
+                            static_cast<size_t>(static_cast<const char*>(b_addr) - base), p.H});
+        }
+      }
+    }
+  } catch (...) {
+    cudnnDestroyTensorDescriptor(m_desc);
+    cudnnDestroyTensorDescriptor(b_desc);
+    throw;
+  }
+  cudnnDestroyTensorDescriptor(m_desc);
+  cudnnDestroyTensorDescriptor(b_desc);
+  p.pieces = std::move(pieces);
+}
+
+// The plan cache. Deliberately never destroyed: its descriptors would otherwise be destroyed during
+// static destruction, after cuDNN may already be unloaded. Calls hold the mutex from lookup to the last
+// cuDNN call (cuDNN descriptors are not meant for concurrent use).
+std::mutex g_plan_mutex;
+std::map<PlanKey, std::unique_ptr<RnnPlan>>& plans() {
+  static auto* cache = new std::map<PlanKey, std::unique_ptr<RnnPlan>>();
+  return *cache;
+}
+
+RnnPlan& plan_for(const PlanKey& key, cudnnHandle_t handle) {
+  auto it = plans().find(key);
+  if (it == plans().end()) it = plans().emplace(key, build_plan(key, handle)).first;
+  return *it->second;
+}
+
+// The weight space holding our parameters in cuDNN's layout.
+Tensor pack_weights(RnnPlan& p, cudnnHandle_t handle, const std::vector<Tensor>& params, cudaStream_t s) {
+  Tensor space = cuda::scratch_bytes(p.weight_bytes, p.device);
+  char* base = static_cast<char*>(space.raw_data());
+  // Zero first: whatever cuDNN keeps between the pieces (alignment padding) holds no stale values.
+  MINIDL_CUDA_CHECK(cudaMemsetAsync(base, 0, p.weight_bytes, s));
+  if (p.pieces.empty()) locate_pieces(p, handle, base);
+  for (const Piece& c : p.pieces)
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(base + c.dst_offset, params[c.param].data<float>() + c.src_offset,
+                                      c.numel * sizeof(float), cudaMemcpyDeviceToDevice, s));
+  return space;
+}
+
+void unpack_gradients(const RnnPlan& p, const Tensor& space, std::vector<Tensor>& grads, cudaStream_t s) {
+  const char* base = static_cast<const char*>(space.raw_data());
+  for (const Piece& c : p.pieces)
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(grads[c.param].data<float>() + c.src_offset, base + c.dst_offset,
+                                      c.numel * sizeof(float), cudaMemcpyDeviceToDevice, s));
+}
+
+// cuDNN wants the sequence lengths on the device too (read asynchronously by its kernels).
+Tensor device_lengths(const RnnPlan& p) {
+  const std::vector<double> lengths(p.N, static_cast<double>(p.T));
+  return from_vector(lengths, {p.N}, DType::int32).to(Device::cuda(p.device));
+}
+
+// Float32 and sizes cuDNN can take (int everywhere); fills the plan key.
+bool accepts(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional, PlanKey& key) {
+  if (x.dtype() != DType::float32) return false;
+  for (const Tensor& t : params)
+    if (t.dtype() != DType::float32) return false;
+  const int64_t T = x.shape()[0], N = x.shape()[1], I = x.shape()[2], H = params[1].shape()[1];
+  const int dirs = bidirectional ? 2 : 1;
+  for (int64_t v : {T, N, I, H, T * N * I, T * N * H * dirs, 3 * H * std::max(I, H * dirs)})
+    if (!cuda::fits_int(v)) return false;
+  key = {x.device().index, int(T), int(N), int(I), int(H), num_layers, dirs};
+  return true;
+}
+
+bool gru_sequence_cudnn(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
+                        bool keep_reserve, Tensor& y, GruSequenceReserve& reserve) {
+  PlanKey key;
+  if (!accepts(x, params, num_layers, bidirectional, key)) return false;
+  const int device = key[0];
+  cuda::set_device(device);
+  cudnnHandle_t handle = cuda::cudnn_handle(device);
+  cudaStream_t s = cuda::stream(device);
+  std::lock_guard<std::mutex> lock(g_plan_mutex);
+  RnnPlan& p = plan_for(key, handle);
+
+  const Tensor weights = pack_weights(p, handle, params, s);
+  const Tensor lengths = device_lengths(p);
+  const cudnnForwardMode_t mode = keep_reserve ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+  const size_t work_bytes = keep_reserve ? p.train_work_bytes : p.infer_work_bytes;
+  const size_t reserve_bytes = keep_reserve ? p.train_reserve_bytes : p.infer_reserve_bytes;
+  const Tensor work = cuda::scratch_bytes(work_bytes > 0 ? work_bytes : 1, device);
+  Tensor kept = cuda::scratch_bytes(reserve_bytes > 0 ? reserve_bytes : 1, device);
+  MINIDL_CUDNN_CHECK(cudnnRNNForward(handle, p.rnn, mode, lengths.data<int32_t>(), p.x_desc, x.raw_data(), p.y_desc,
+                                     y.raw_data(), p.h_desc, /*hx=*/nullptr, /*hy=*/nullptr, p.h_desc, nullptr, nullptr,
+                                     p.weight_bytes, weights.raw_data(), work_bytes, work.raw_data(), reserve_bytes,
+                                     kept.raw_data()));
+  if (keep_reserve) reserve = {kName, kept};
+  return true;
+}
+
+bool gru_sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const std::vector<Tensor>& params,
+                                 int num_layers, bool bidirectional, const Tensor& y,
+                                 const GruSequenceReserve& reserve, Tensor& grad_x, std::vector<Tensor>& grad_params) {
+  PlanKey key;
+  if (reserve.kernel != kName || !reserve.data.defined() || !accepts(x, params, num_layers, bidirectional, key))
+    return false;
+  const int device = key[0];
+  cuda::set_device(device);
+  cudnnHandle_t handle = cuda::cudnn_handle(device);
+  cudaStream_t s = cuda::stream(device);
+  std::lock_guard<std::mutex> lock(g_plan_mutex);
+  RnnPlan& p = plan_for(key, handle);
+  const size_t reserve_bytes = p.train_reserve_bytes;
+  // A reserve of another shape (or device) is not ours to read.
+  if (reserve.data.device() != x.device() ||
+      static_cast<size_t>(reserve.data.numel()) * sizeof(float) < reserve_bytes)
+    return false;
+
+  const Tensor weights = pack_weights(p, handle, params, s);
+  const Tensor lengths = device_lengths(p);
+  const Tensor work = cuda::scratch_bytes(p.train_work_bytes > 0 ? p.train_work_bytes : 1, device);
+  void* kept = reserve.data.raw_data();
+  // Data first: it leaves in the reserve what the weight gradient then reads (cuDNN's required order).
+  MINIDL_CUDNN_CHECK(cudnnRNNBackwardData_v8(handle, p.rnn, lengths.data<int32_t>(), p.y_desc, y.raw_data(),
+                                             grad_y.raw_data(), p.x_desc, grad_x.raw_data(), p.h_desc,
+                                             /*hx=*/nullptr, /*dhy=*/nullptr, /*dhx=*/nullptr, p.h_desc, nullptr,
+                                             nullptr, nullptr, p.weight_bytes, weights.raw_data(), p.train_work_bytes,
+                                             work.raw_data(), reserve_bytes, kept));
+  const Tensor dweights = cuda::scratch_bytes(p.weight_bytes, device);
+  MINIDL_CUDA_CHECK(cudaMemsetAsync(dweights.raw_data(), 0, p.weight_bytes, s));
+  MINIDL_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(handle, p.rnn, CUDNN_WGRAD_MODE_ADD, lengths.data<int32_t>(), p.x_desc,
+                                                x.raw_data(), p.h_desc, /*hx=*/nullptr, p.y_desc, y.raw_data(),
+                                                p.weight_bytes, dweights.raw_data(), p.train_work_bytes,
+                                                work.raw_data(), reserve_bytes, kept));
+  unpack_gradients(p, dweights, grad_params, s);
+  return true;
+}
+
+}  // namespace
+
+void register_gru_sequence_kernels_cuda() {
+  const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
+  register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cuda, kName, 20,
+                                     str_cat("cudnnRNNForward (CUDNN_GRU, all layers and directions); ", precision),
+                                     gru_sequence_cudnn);
+  register_kernel<GruSequenceBackwardKernel>(
+      "gru_sequence.backward", DeviceType::cuda, kName, 20,
+      str_cat("cudnnRNNBackwardData_v8 + cudnnRNNBackwardWeights_v8; ", precision), gru_sequence_backward_cudnn);
+}
+
+}  // namespace minidl
+
+#endif  // MINIDL_WITH_CUDNN
