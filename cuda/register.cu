@@ -12,6 +12,9 @@ void register_dropout_kernels_cuda();      // cuda/dropout.cu
 void register_optim_kernels_cuda();        // cuda/optim.cu
 void register_gru_kernels_cuda();          // cuda/gru_cell.cu
 void register_ctc_kernels_cuda();          // cuda/ctc.cu
+#ifdef MINIDL_WITH_CUDNN
+void register_ctc_cudnn_kernels_cuda();  // cuda/ctc_cudnn.cu
+#endif
 // register_cuda_dense_kernels (cuda/register.h): matmul, conv2d, pooling, batch norm (cuda/register_dense.cu)
 
 void register_cuda_kernels() {
@@ -23,6 +26,9 @@ void register_cuda_kernels() {
   register_optim_kernels_cuda();
   register_gru_kernels_cuda();
   register_ctc_kernels_cuda();
+#ifdef MINIDL_WITH_CUDNN
+  register_ctc_cudnn_kernels_cuda();
+#endif
   register_cuda_dense_kernels();
 }
 
