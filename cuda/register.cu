@@ -14,6 +14,7 @@ void register_gru_kernels_cuda();          // cuda/gru_cell.cu
 void register_ctc_kernels_cuda();          // cuda/ctc.cu
 #ifdef MINIDL_WITH_CUDNN
 void register_gru_sequence_kernels_cuda();  // cuda/gru_cudnn.cu
+void register_ctc_cudnn_kernels_cuda();  // cuda/ctc_cudnn.cu
 #endif
 // register_cuda_dense_kernels (cuda/register.h): matmul, conv2d, pooling, batch norm (cuda/register_dense.cu)
 
@@ -28,6 +29,7 @@ void register_cuda_kernels() {
   register_ctc_kernels_cuda();
 #ifdef MINIDL_WITH_CUDNN
   register_gru_sequence_kernels_cuda();
+  register_ctc_cudnn_kernels_cuda();
 #endif
   register_cuda_dense_kernels();
 }

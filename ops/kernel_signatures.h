@@ -170,6 +170,8 @@ using AdamStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tenso
 //   log p(l | x) = logsumexp(alpha_{T_n-1}(2L), alpha_{T_n-1}(2L-1))          (log p = [L == 0] ? 0 : -inf when T_n = 0)
 // Key "ctc_loss": nll[n] = -log p(l | x), or 0 where p = 0 and zero_infinity; log_alpha[n, t, s] =
 //   alpha_t(s) for t < T_n and s < 2L+1, -inf elsewhere.  nll [N], log_alpha [N, T, 2S+1].
+//   (Exception: cuda kernel "cudnn" cannot produce the table; it fills log_alpha with NaN and its own
+//   backward ignores it. See cuda/ctc_cudnn.cu.)
 using CtcLossKernel = bool(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                            const Tensor& target_lengths, int64_t blank, bool zero_infinity, Tensor& nll,
                            Tensor& log_alpha);

@@ -1,6 +1,7 @@
 // tests/test_ctc.cpp — CTC loss against a brute-force sum over every alignment path, its gradient by finite
 // differences, the edge cases (repeats, tight and impossible targets, zero_infinity, batches of mixed
 // lengths), argument errors, every registered kernel against the naive one, and greedy decoding.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -308,6 +309,27 @@ Tensor with_sentinels(const Tensor& t) {
   return from_vector(v, t.shape(), DType::float64);
 }
 
+// The relative tolerance of a float32 CTC gradient computed in float32 log space ("alpha_beta") against
+// the naive kernel, which accumulates in double (its own error is negligible here). Error analysis:
+// alpha_t(s) and beta_t(s) are running sums of T_n log-probabilities, so their magnitude grows to about
+// |log p| (hundreds for T = 250). Every step rounds the running value to float32, an absolute error of
+// u |log p| (u = 2^-24 ~ 6e-8: 3e-5 at |log p| = 500, also the error of the saved alpha table itself),
+// and the T steps add up, roughly like a random walk, to sqrt(T) u |log p|. The gradient is
+// exp(alpha + beta - lp - log p): an absolute error d in that exponent is a relative error d in the
+// gradient, whatever its size. Three recursion-carried terms, and a factor for the tails:
+//   rtol = max(1e-4, 4 sqrt(T) u |log p|max)
+// Short sequences keep 1e-4 (captcha-like: T = 12, |log p| up to ~70 gives 6e-5); the long case below
+// (T = 250, |log p| up to ~700) gets about 2.5e-3, where sqrt(T) u |log p| alone is 6e-4 and the H200
+// saw relative errors up to ~5e-4 under the flat 1e-4. |log p|max is the largest finite reference loss
+// (nll_ref as with_sentinels gives it: +inf is 1e30).
+double float32_ctc_grad_rtol(int64_t T, const Tensor& nll_ref) {
+  double log_p_max = 0;
+  for (double v : nll_ref.to_vector<double>())
+    if (v < 1e29) log_p_max = std::max(log_p_max, std::fabs(v));
+  const double u = std::ldexp(1.0, -24);
+  return std::max(1e-4, 4 * std::sqrt(static_cast<double>(T)) * u * log_p_max);
+}
+
 TEST_CASE("cuda: ctc_loss kernels against the CPU naive reference", "[cuda][ctc]") {
   const std::string why = cuda_unavailable_reason();
   if (!why.empty()) {
@@ -361,9 +383,146 @@ TEST_CASE("cuda: ctc_loss kernels against the CPU naive reference", "[cuda][ctc]
       CHECK(last_kernel("ctc_loss", DeviceType::cuda) == "alpha_beta");
       CHECK(last_kernel("ctc_loss.backward", DeviceType::cuda) == "alpha_beta");
       const double tol = dtype == DType::float64 ? 1e-10 : 1e-4;
+      const double grad_rtol = dtype == DType::float64 ? tol : float32_ctc_grad_rtol(c.T, got[0][0]);
       CHECK(compare(got[1][0], got[0][0], tol, tol) == "");
       CHECK(compare(got[1][1], got[0][1], tol, tol) == "");
-      CHECK(compare(got[1][2], got[0][2], tol, tol * 1e-2) == "");
+      CHECK(compare(got[1][2], got[0][2], grad_rtol, tol * 1e-2) == "");
+    }
+  }
+}
+
+// True when there is a GPU and the build registered cuDNN's CTC; otherwise says why the test is skipped.
+bool cudnn_ctc_testable() {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) {
+    WARN("GPU test skipped: " << why);
+    return false;
+  }
+  const std::vector<std::string> names = kernels_for("ctc_loss", DeviceType::cuda);
+  if (std::find(names.begin(), names.end(), "cudnn") == names.end()) {
+    WARN("cudnn ctc_loss test skipped: this build has no cuDNN");
+    return false;
+  }
+  return true;
+}
+
+TEST_CASE("cuda: the cudnn ctc_loss kernels against the CPU naive reference", "[cuda][ctc]") {
+  if (!cudnn_ctc_testable()) return;
+  manual_seed(29);
+  const Device gpu = Device::cuda(0);
+  struct Case {
+    const char* what;
+    int64_t T, N, C, S;
+    bool degenerate;  // sample 0 an empty target, sample 1 no input steps, some targets impossible
+    bool zero_infinity;
+  };
+  // The first two are what cuDNN itself computes (every target possible: L + repeats <= T_n, which
+  // T - T/3 >= 2S - 1 guarantees). The degenerate ones go through the kernel's own stand-ins.
+  const std::vector<Case> cases = {{"captcha-like", 12, 128, 37, 4, false, false},
+                                   {"mixed lengths", 24, 16, 7, 8, false, false},
+                                   {"empty, impossible and T_n = 0 samples", 6, 9, 5, 5, true, false},
+                                   {"the same with zero_infinity", 6, 9, 5, 5, true, true}};
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const std::vector<double> u = rand({c.N, c.S + 2}).to_vector<double>();
+    std::vector<double> labels(c.N * c.S), t_len(c.N), i_len(c.N);
+    for (int64_t n = 0; n < c.N; ++n) {
+      const double* un = &u[n * (c.S + 2)];
+      t_len[n] = c.degenerate ? (n == 0 ? 0 : std::floor(un[0] * (c.S + 1))) : 1 + std::floor(un[0] * c.S);
+      i_len[n] = c.degenerate && n == 1 ? 0 : c.T - std::floor(un[1] * c.T / 3);
+      for (int64_t s = 0; s < c.S; ++s)
+        labels[n * c.S + s] = s < t_len[n] ? 1 + std::floor(un[2 + s] * (c.C - 1)) : 0;
+    }
+    const Tensor targets = int64_tensor(labels, {c.N, c.S});
+    const Tensor il = int64_tensor(i_len, {c.N}), tl = int64_tensor(t_len, {c.N});
+    // Normalized rows, as the cudnn kernel requires: a log_softmax of random logits.
+    const Tensor lp = log_softmax_by_ops(uniform({c.T, c.N, c.C}, -3, 3)).to(DType::float32);
+    const Tensor grad_nll = uniform({c.N}, 0.5, 1.5).to(DType::float32);
+    std::vector<Tensor> got[2];  // nll, alpha, grad: [0] naive on the CPU, [1] cudnn on the GPU
+    for (int k = 0; k < 2; ++k) {
+      const Device d = k == 0 ? Device::cpu() : gpu;
+      SelectionReset reset;
+      select_kernel("ctc_loss", DeviceType::cpu, "naive");
+      select_kernel("ctc_loss", DeviceType::cuda, "cudnn");
+      const Tensor x = lp.to(d), tg = targets.to(d), i = il.to(d), t = tl.to(d);
+      Tensor nll = empty({c.N}, x.options()), alpha = empty({c.N, c.T, 2 * c.S + 1}, x.options());
+      Tensor grad = empty(x.shape(), x.options());
+      dispatch<CtcLossKernel>("ctc_loss", d, x, tg, i, t, int64_t(0), c.zero_infinity, nll, alpha);
+      dispatch<CtcLossBackwardKernel>("ctc_loss.backward", d, x, tg, i, t, alpha, grad_nll.to(d), int64_t(0),
+                                      c.zero_infinity, grad);
+      got[k] = {with_sentinels(nll), alpha.to(Device::cpu()), with_sentinels(grad)};
+    }
+    CHECK(last_kernel("ctc_loss", DeviceType::cuda) == "cudnn");
+    CHECK(last_kernel("ctc_loss.backward", DeviceType::cuda) == "cudnn");
+    // cuDNN computes in float32; the loss matches like alpha_beta's. The gradient is cuDNN's p - gamma
+    // minus p = exp(lp), a difference of numbers up to 1: its error is absolute, a few float32 roundings
+    // of 1, hence atol 1e-5 rather than alpha_beta's 1e-6.
+    CHECK(compare(got[1][0], got[0][0], 1e-4, 1e-4) == "");
+    CHECK(compare(got[1][2], got[0][2], 1e-4, 1e-5) == "");
+    // The documented non-table: NaN everywhere.
+    bool all_nan = true;
+    for (double v : got[1][1].to_vector<double>()) all_nan = all_nan && std::isnan(v);
+    CHECK(all_nan);
+  }
+}
+
+TEST_CASE("cuda: ctc_loss through the cudnn kernels equals the CPU op (mean loss and gradient)", "[cuda][ctc]") {
+  if (!cudnn_ctc_testable()) return;
+  manual_seed(31);
+  const Device gpu = Device::cuda(0);
+  const int64_t T = 12, N = 128, C = 37, S = 4;
+  const std::vector<double> u = rand({N, S + 1}).to_vector<double>();
+  std::vector<double> labels(N * S), t_len(N, S), i_len(N, T);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t s = 0; s < S; ++s) labels[n * S + s] = 1 + std::floor(u[n * (S + 1) + s] * (C - 1));
+  const Tensor targets = int64_tensor(labels, {N, S}), il = int64_tensor(i_len, {N}), tl = int64_tensor(t_len, {N});
+  const Tensor logits = uniform({T, N, C}, -3, 3, DType::float32);
+  Tensor ref_grad, ref_loss;
+  {
+    Tensor x = logits.detach().clone().requires_grad_();
+    ref_loss = ctc_loss(log_softmax_by_ops(x), targets, il, tl);
+    ref_loss.backward();
+    ref_grad = x.grad();
+  }
+  SelectionReset reset;
+  select_kernel("ctc_loss", DeviceType::cuda, "cudnn");
+  Tensor x = logits.to(gpu).detach().requires_grad_();
+  Tensor loss = ctc_loss(log_softmax_by_ops(x), targets.to(gpu), il.to(gpu), tl.to(gpu));
+  loss.backward();
+  CHECK(last_kernel("ctc_loss", DeviceType::cuda) == "cudnn");
+  CHECK(last_kernel("ctc_loss.backward", DeviceType::cuda) == "cudnn");
+  CHECK(compare(loss, ref_loss, 1e-5, 1e-5) == "");
+  CHECK(compare(x.grad(), ref_grad, 1e-4, 1e-6) == "");
+}
+
+TEST_CASE("cuda: the cudnn ctc_loss kernels decline float64, blank != 0 and S > 255", "[cuda][ctc]") {
+  if (!cudnn_ctc_testable()) return;
+  manual_seed(37);
+  const Device gpu = Device::cuda(0);
+  SelectionReset reset;
+  select_kernel("ctc_loss", DeviceType::cuda, "cudnn");
+  struct Decline {
+    const char* what;
+    DType dtype;
+    int64_t blank, S;
+  };
+  for (const Decline& dc : {Decline{"float64", DType::float64, 0, 4}, Decline{"blank 2", DType::float32, 2, 4},
+                            Decline{"S = 300", DType::float32, 0, 300}}) {
+    INFO(dc.what);
+    const int64_t T = 8, N = 2, C = 5;
+    std::vector<double> labels(N * dc.S, 1.0);
+    labels[1] = 3;  // sample 0: (1, 3), sample 1: (1, 1); never the blank 2
+    const Tensor targets = int64_tensor(labels, {N, dc.S}).to(gpu);
+    const Tensor il = int64_tensor({8, 7}, {N}).to(gpu), tl = int64_tensor({2, 2}, {N}).to(gpu);
+    Tensor x = log_softmax_by_ops(uniform({T, N, C}, -2, 2)).to(dc.dtype).to(gpu).requires_grad_();
+    Tensor loss = ctc_loss(x, targets, il, tl, dc.blank);
+    loss.backward();
+    CHECK(std::isfinite(loss.item<double>()));
+    for (const char* key : {"ctc_loss", "ctc_loss.backward"}) {
+      INFO(key);
+      CHECK(last_kernel(key, DeviceType::cuda) == "alpha_beta");
+      const std::vector<std::string> declined = last_declined_kernels(key, DeviceType::cuda);
+      CHECK(std::find(declined.begin(), declined.end(), "cudnn") != declined.end());
     }
   }
 }
