@@ -12,6 +12,7 @@
 
 #include "examples/captcha/model.h"
 #include "nn/data.h"
+#include "nn/optim.h"
 
 namespace captcha {
 
@@ -24,6 +25,7 @@ Command add_gen_command(CLI::App& parent);      // examples/captcha/gen.cpp
 Command add_train_command(CLI::App& parent);    // examples/captcha/train.cpp
 Command add_eval_command(CLI::App& parent);     // examples/captcha/eval.cpp
 Command add_predict_command(CLI::App& parent);  // examples/captcha/eval.cpp
+Command add_bench_command(CLI::App& parent);    // examples/captcha/bench.cpp
 
 // ---- flags
 // "4" -> (4, 4), "4-6" -> (4, 6); throws an Error naming the flag otherwise.
@@ -45,6 +47,19 @@ struct LoadedModel {
   std::map<std::string, std::string> metadata;
 };
 LoadedModel load_model(const std::string& path, minidl::Device device);
+
+// ---- training: one step as `captcha train` runs it and `captcha bench` times it. inputs [B, 3, H, W] on
+// the model's device; targets [B, S] padded with 0; input_lengths and target_lengths [B] int64 (targets and
+// lengths on any device: ctc_loss moves them to the log-probabilities' device). Forward, ctc_loss over
+// the input lengths (zero_infinity: a label no alignment fits adds nothing rather than inf), zero_grad,
+// backward, optimizer step. The learning-rate schedule is the caller's.
+struct TrainStep {
+  minidl::Tensor log_probs;  // [T, B, classes], with history (detach before decoding)
+  minidl::Tensor loss;       // scalar, on the device
+};
+TrainStep train_step(CaptchaModel& model, minidl::Optimizer& optimizer, const minidl::Tensor& inputs,
+                     const minidl::Tensor& targets, const minidl::Tensor& input_lengths,
+                     const minidl::Tensor& target_lengths);
 
 // ---- evaluation: greedy decoding of every batch (inputs [B, 3, H, W], targets [B, S] padded with 0)
 struct EvalResult {

@@ -5,6 +5,7 @@
 //   captcha train [--device D] [--steps N] ...      examples/captcha/train.cpp
 //   captcha eval --model FILE [--data DIR] ...      examples/captcha/eval.cpp
 //   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
+//   captcha bench [--device D] [--batch N] ...      examples/captcha/bench.cpp (training-step timing)
 // The model is in examples/captcha/model.h. Errors print "captcha: <message>" and exit with status 1
 // (2 for bad flags).
 #include <cstdio>
@@ -18,7 +19,8 @@ int main(int argc, char** argv) {
   CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU + CTC model."};
   app.require_subcommand(1);
   const std::vector<captcha::Command> commands = {captcha::add_gen_command(app), captcha::add_train_command(app),
-                                                  captcha::add_eval_command(app), captcha::add_predict_command(app)};
+                                                  captcha::add_eval_command(app), captcha::add_predict_command(app),
+                                                  captcha::add_bench_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

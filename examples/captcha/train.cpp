@@ -254,13 +254,9 @@ int run_train(const TrainArgs& a) {
     DataLoader loader = data.loader(epoch - 1);
     for (Batch& batch : loader.epoch(epoch - 1)) {
       const int64_t B = batch.size();
-      const Tensor log_probs = (*model)(batch.inputs.to(device));
       const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
-      const Tensor loss = ctc_loss(log_probs, batch.targets, input_lengths, ctc_target_lengths(batch.targets), 0,
-                                   /*zero_infinity=*/true);
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
+      const auto [log_probs, loss] = train_step(*model, optimizer, batch.inputs.to(device), batch.targets,
+                                                input_lengths, ctc_target_lengths(batch.targets));
       if (schedule) schedule->step();
       losses.add(loss, B);
       ++step;

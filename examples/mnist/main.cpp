@@ -5,6 +5,8 @@
 //               [--kernel OP=NAME]...
 //   mnist eval --model FILE [--data DIR]
 //   mnist predict --model FILE IMAGE...
+//   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE]
+//               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
 //
 // Defaults: 3 epochs, batch 64, Adam whose lr follows a one-cycle schedule peaking at --lr 2e-3 (a short
 // warm-up, then cosine decay to almost zero over the whole run: the decay is what lifts a 3-epoch run
@@ -13,8 +15,9 @@
 // --metrics writes per epoch: epoch, train_loss, train_accuracy, test_loss, test_accuracy, seconds (the
 // epoch's wall time, test included), train_seconds, images_per_second (training images / train_seconds),
 // device, batch_size, lr.
-// The loop is the usual one: forward, cross-entropy, zero_grad, backward, step; evaluation runs in
-// eval() mode under NoGradGuard. Errors print "mnist: <message>" and exit with status 1 (2 for bad flags).
+// The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
+// step; evaluation runs in eval() mode under NoGradGuard. Errors print "mnist: <message>" and exit with
+// status 1 (2 for bad flags).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -25,7 +28,9 @@
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "examples/mnist/bench.h"
 #include "examples/mnist/model.h"
+#include "examples/mnist/train_step.h"
 #include "nn/checkpoint.h"
 #include "nn/lr_schedule.h"
 #include "nn/data.h"
@@ -209,11 +214,8 @@ int train(const TrainFlags& f) {
     RunningStats stats;
     int64_t step = 0;
     for (Batch& batch : train_loader.epoch(epoch - 1)) {
-      const Tensor logits = (*model)(batch.inputs.to(device));
-      const Tensor loss = cross_entropy(logits, batch.targets.to(device));
-      optimizer.zero_grad();
-      loss.backward();
-      optimizer.step();
+      const auto [logits, loss] =
+          mnist::train_step(*model, optimizer, batch.inputs.to(device), batch.targets.to(device));
       if (scheduler && per_batch_schedule) scheduler->step();
       stats.add(loss, logits, batch.targets);
       ++step;
@@ -375,6 +377,8 @@ int main(int argc, char** argv) {
   predict_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
   predict_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
 
+  const mnist::BenchCommand bench_cmd = mnist::add_bench_command(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -387,6 +391,7 @@ int main(int argc, char** argv) {
     if (*train_cmd) return train(tf);
     if (*eval_cmd) return eval(model_path, data, device, kernels);
     if (*predict_cmd) return predict(model_path, images, device, kernels);
+    if (*bench_cmd.app) return bench_cmd.run();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "mnist: %s\n", e.what());

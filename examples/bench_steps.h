@@ -1,0 +1,112 @@
+// examples/bench_steps.h — timing whole training steps, for `captcha bench` and `mnist bench`.
+//
+// The method, the same as scripts/torch_captcha_bench.py and scripts/torch_mnist_bench.py use, so the two
+// sides can be put next to each other:
+//   1. `warmup` steps (kernel selection, cuDNN algorithm search and the caching allocator settle), then
+//      wait for the device.
+//   2. Throughput: `steps` steps back to back and one wait for the device at the end; mean = elapsed /
+//      steps. The host queues work while the GPU runs, as in training.
+//   3. Latency: `steps` more steps, each followed by a wait for the device; the median of those times.
+//      A wait per step lets the GPU idle while the host queues the next step, so this is >= the mean.
+// Time is host wall-clock time (std::chrono::steady_clock) around device synchronisations.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/dispatch.h"
+
+// The caching allocator's statistics exist only in CUDA builds; the conditional stays in this header.
+#ifdef MINIDL_WITH_CUDA
+#include "cuda/allocator.h"
+#endif
+
+namespace bench_steps {
+
+struct StepTimes {
+  double mean_ms = 0;    // throughput pass: elapsed / steps, one synchronisation at the end
+  double median_ms = 0;  // latency pass: median of per-step times, each step synchronised
+  double min_ms = 0;     // latency pass: the fastest step
+  int steps = 0;
+};
+
+inline double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Runs step() warmup + 2 * steps times on `device` and times it as described above.
+inline StepTimes time_steps(minidl::Device device, int warmup, int steps, const std::function<void()>& step) {
+  minidl::DeviceBackend& backend = minidl::backend_for(device.type);
+  for (int i = 0; i < warmup; ++i) step();
+  backend.synchronize(device.index);
+
+  StepTimes t;
+  t.steps = steps;
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) step();
+  backend.synchronize(device.index);
+  t.mean_ms = elapsed_ms(start) / steps;
+
+  std::vector<double> each;
+  for (int i = 0; i < steps; ++i) {
+    start = std::chrono::steady_clock::now();
+    step();
+    backend.synchronize(device.index);
+    each.push_back(elapsed_ms(start));
+  }
+  std::sort(each.begin(), each.end());
+  const size_t n = each.size();
+  t.median_ms = n % 2 ? each[n / 2] : 0.5 * (each[n / 2 - 1] + each[n / 2]);
+  t.min_ms = each.front();
+  return t;
+}
+
+// The kernel that served the last call of each key on the device: {"conv2d": "cudnn", ...}; keys that
+// never ran there are left out.
+inline nlohmann::json kernels_used(minidl::DeviceType device, const std::vector<std::string>& keys) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const std::string& key : keys) {
+    const std::string name = minidl::last_kernel(key, device);
+    if (!name.empty()) out[key] = name;
+  }
+  return out;
+}
+
+// "conv2d=cudnn matmul=cublas ..." for the printed report.
+inline std::string kernels_line(const nlohmann::json& kernels) {
+  std::string line;
+  for (auto it = kernels.begin(); it != kernels.end(); ++it)
+    line += (line.empty() ? "" : " ") + it.key() + "=" + it.value().get<std::string>();
+  return line;
+}
+
+// Whether MINIDL_TF32=1 lets cuBLAS and cuDNN use TF32 tensor cores (read as cuda/dense_common.h reads
+// it; the CPU kernels are always exact FP32).
+inline bool tf32_requested() {
+  const char* v = std::getenv("MINIDL_TF32");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+// "TF32 allowed (MINIDL_TF32=1)" or "strict FP32" for the report; the CPU is always strict.
+inline std::string precision_text(minidl::Device device) {
+  return device.is_cuda() && tf32_requested() ? "TF32 allowed (MINIDL_TF32=1)" : "strict FP32";
+}
+
+// The caching allocator's peak bytes in use on a GPU since the program started; -1 when there is none
+// (the CPU, or a build without CUDA).
+inline double peak_memory_bytes(minidl::Device device) {
+#ifdef MINIDL_WITH_CUDA
+  if (device.is_cuda()) return static_cast<double>(minidl::cuda_memory_stats(device.index).peak_in_use);
+#endif
+  (void)device;
+  return -1;
+}
+
+}  // namespace bench_steps

@@ -1,0 +1,136 @@
+// examples/mnist/bench.cpp — `mnist bench`: time whole training steps of the MNIST CNN on one synthetic
+// batch, for the side-by-side comparison with PyTorch (scripts/torch_mnist_bench.py,
+// scripts/compare-torch.sh, docs/results.md "PyTorch side by side").
+//
+//   mnist bench [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100] [--kernel OP=NAME]...
+//               [--seed N] [--json FILE]
+//
+// The model is examples/mnist/model.h; the optimizer Adam at `mnist train`'s default (peak) lr 2e-3, held
+// constant (no schedule). The batch is made once, on the device: pixels uniform in [0, 1) [N, 1, 28, 28]
+// and labels uniform in 0..9. Each step is train_step (examples/mnist/train_step.h), the step `mnist train`
+// runs: forward, cross_entropy, zero_grad, backward, Adam step. Timing: examples/bench_steps.h.
+// --json FILE writes one JSON object (one line) with the settings and the times.
+#include "examples/mnist/bench.h"
+
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/random.h"
+#include "examples/bench_steps.h"
+#include "examples/mnist/model.h"
+#include "examples/mnist/train_step.h"
+#include "nn/metrics.h"
+
+using namespace minidl;
+
+namespace mnist {
+
+namespace {
+
+constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
+
+struct BenchArgs {
+  std::string device = "auto", json;
+  int64_t batch = 64;
+  int warmup = 20, steps = 100;
+  uint64_t seed = 1;
+  std::vector<std::string> kernels;
+};
+
+constexpr double kLearningRate = 2e-3;  // `mnist train --lr` default
+
+// The kernel keys the report names: the model's dense work, its loss and its optimizer.
+const std::vector<std::string> kReportedKeys = {"conv2d",       "conv2d.backward_input", "conv2d.backward_weight",
+                                                "max_pool2d",   "matmul",                "dropout_mask",
+                                                "cross_entropy", "cross_entropy.backward", "adam_step"};
+
+int run_bench(const BenchArgs& a) {
+  select_kernels_from_flags(a.kernels);
+  const Device device = choose_device(a.device, "mnist");
+  manual_seed(a.seed);
+  std::shared_ptr<Sequential> model = make_model();
+  model->to(device);  // before building the optimizer (nn/module.h)
+  model->train();
+  AdamOptions adam_options;
+  adam_options.lr = kLearningRate;
+  Adam optimizer(model->parameters(), adam_options);
+
+  // The synthetic batch, made once on the device.
+  const int64_t B = a.batch;
+  const Tensor inputs = rand({B, 1, 28, 28}, TensorOptions(DType::float32, device));
+  std::mt19937_64 rng(a.seed);
+  std::uniform_int_distribution<int> digit(0, 9);
+  std::vector<double> labels(static_cast<size_t>(B));
+  for (double& v : labels) v = digit(rng);
+  const Tensor targets = from_vector(labels, {B}, TensorOptions(DType::int64, device));
+
+  std::printf("mnist bench: model %s, %lld parameters; batch %lld of [1, 28, 28]; Adam lr %g; "
+              "%d warm-up steps, then %d timed steps twice\n",
+              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(B), kLearningRate,
+              a.warmup, a.steps);
+  std::fflush(stdout);
+
+  Tensor last_loss;
+  const bench_steps::StepTimes t = bench_steps::time_steps(
+      device, a.warmup, a.steps, [&] { last_loss = train_step(*model, optimizer, inputs, targets).loss; });
+  const double loss = last_loss.item<double>();
+  const nlohmann::json kernels = bench_steps::kernels_used(device.type, kReportedKeys);
+  const double peak = bench_steps::peak_memory_bytes(device);
+  const double images_per_second = 1000.0 * static_cast<double>(B) / t.mean_ms;
+
+  std::printf("device %s, batch %lld, %s\n", device.str().c_str(), static_cast<long long>(B),
+              bench_steps::precision_text(device).c_str());
+  std::printf("kernels: %s\n", bench_steps::kernels_line(kernels).c_str());
+  if (peak >= 0) std::printf("peak GPU memory in use: %.1f MiB\n", peak / (1024.0 * 1024.0));
+  std::printf("last loss %.4f\n", loss);
+  std::printf("%.3f ms/step mean over %d steps (one sync at the end), %.0f images/s; "
+              "%.3f ms/step median, %.3f min (a sync after each step)\n",
+              t.mean_ms, t.steps, images_per_second, t.median_ms, t.min_ms);
+
+  if (!a.json.empty()) {
+    MetricsWriter out(a.json);
+    out.write({{"framework", "minidl"},
+               {"model", "mnist"},
+               {"device", device.str()},
+               {"batch", B},
+               {"warmup", a.warmup},
+               {"steps", t.steps},
+               {"tf32", device.is_cuda() && bench_steps::tf32_requested()},
+               {"mean_ms", t.mean_ms},
+               {"median_ms", t.median_ms},
+               {"min_ms", t.min_ms},
+               {"images_per_second", images_per_second},
+               {"peak_memory_bytes", peak >= 0 ? nlohmann::json(peak) : nlohmann::json()},
+               {"last_loss", loss},
+               {"kernels", kernels}});
+    std::printf("mnist bench: wrote %s\n", a.json.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+BenchCommand add_bench_command(CLI::App& parent) {
+  auto a = std::make_shared<BenchArgs>();
+  CLI::App* cmd = parent.add_subcommand(
+      "bench", "time training steps of the CNN on one synthetic batch (for comparison with PyTorch)");
+  cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(CLI::Range(1, kMaxFlag));
+  cmd->add_option("--warmup", a->warmup, "untimed steps first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kMaxFlag));
+  cmd->add_option("--steps", a->steps, "timed steps (per pass; there are two)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxFlag));
+  cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
+  cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and the batch")->capture_default_str();
+  cmd->add_option("--json", a->json, "write the settings and times as one JSON object to FILE");
+  return {cmd, [a] { return run_bench(*a); }};
+}
+
+}  // namespace mnist
