@@ -238,7 +238,10 @@ cudnnStatus_t run_cudnn_ctc(const Tensor& log_probs, const Tensor& targets, cons
   const int dims[3] = {static_cast<int>(T), static_cast<int>(N), static_cast<int>(C)};
   const int strides[3] = {static_cast<int>(N * C), static_cast<int>(C), 1};
   MINIDL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(probs_desc.get(), CUDNN_DATA_FLOAT, 3, dims, strides));
-  const CudnnCtcDesc ctc_desc(static_cast<int>(W));
+  // maxLabelLength is cuDNN's limit (255), not this batch's S: with maxLabelLength = S = 4, cuDNN 9.14's
+  // compute_alphas_and_betas_v8 kernel wrote past its shared-memory arrays (compute-sanitizer memcheck on
+  // the H200: 100 invalid __shared__ writes, then CUDNN_STATUS_EXECUTION_FAILED). PyTorch passes 255 too.
+  const CudnnCtcDesc ctc_desc(static_cast<int>(kMaxLabelLength));
 
   cudnnHandle_t handle = cuda::cudnn_handle(device);
   cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/dispatch.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -11,8 +12,10 @@ GruPath parse_gru_path(const std::string& name) {
   if (name == "fused") return GruPath::fused;
   if (name == "composed") return GruPath::composed;
   if (name == "sequence") return GruPath::sequence;
+  if (name == "auto") return GruPath::automatic;
   throw Error(str_cat("GRU: unknown implementation '", name,
-                      "' (expected fused or composed, the per-step paths, or sequence, the gru_sequence op)"));
+                      "' (expected fused or composed, the per-step paths, or sequence, the gru_sequence op, "
+                      "or auto)"));
 }
 
 const char* gru_path_name(GruPath path) {
@@ -20,6 +23,7 @@ const char* gru_path_name(GruPath path) {
     case GruPath::fused: return "fused";
     case GruPath::composed: return "composed";
     case GruPath::sequence: return "sequence";
+    case GruPath::automatic: return "auto";
   }
   return "?";
 }
@@ -32,10 +36,23 @@ Tensor gru_cell_composed(const Tensor& gi, const Tensor& gh, const Tensor& h) {
   return n + z * (h - n);  // = (1 - z) * n + z * h, with one op fewer
 }
 
+GruPath resolve_gru_path(GruPath path, const Device& device) {
+  if (path != GruPath::automatic) return path;
+  if (device.is_cpu()) return GruPath::fused;
+  const bool has_sequence_kernel = !KernelRegistry::instance().candidates("gru_sequence", device.type).empty();
+  return has_sequence_kernel ? GruPath::sequence : GruPath::fused;
+}
+
+std::string describe_gru_path(GruPath path, const Device& device) {
+  if (path != GruPath::automatic) return gru_path_name(path);
+  return str_cat("auto: ", gru_path_name(resolve_gru_path(path, device)));
+}
+
 Tensor gru_direction(const Tensor& x, const GruWeights& w, bool reverse, GruPath path) {
   MINIDL_CHECK(x.dim() == 3, "GRU: expected input [T, N, features], got ", shape_str(x.shape()));
   const int64_t T = x.size(0), N = x.size(1), H = w.w_hh.size(1);
   MINIDL_CHECK(T > 0, "GRU: the input has no time steps (shape ", shape_str(x.shape()), ")");
+  if (path == GruPath::automatic) path = GruPath::fused;  // the per-step path that automatic stands for here
   MINIDL_CHECK(path != GruPath::sequence, "GRU: gru_direction runs the per-step paths only; the sequence path "
                "computes whole stacks through gru()");
   // The input projection of every time step in one product: [T, N, 3H].
@@ -57,6 +74,7 @@ Tensor gru(const Tensor& x, const std::vector<GruWeights>& weights, int num_laye
   const size_t dirs = bidirectional ? 2 : 1;
   MINIDL_CHECK(num_layers >= 1 && weights.size() == num_layers * dirs, "GRU: ", weights.size(),
                " weight sets for ", num_layers, " layer(s)", bidirectional ? ", bidirectional" : "");
+  path = resolve_gru_path(path, x.device());
   if (path == GruPath::sequence) {
     MINIDL_CHECK(x.dim() == 3 && x.size(0) > 0, "GRU: expected input [T, N, features] with T > 0, got ",
                  shape_str(x.shape()));

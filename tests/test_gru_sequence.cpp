@@ -223,3 +223,35 @@ TEST_CASE("cuda: gru_sequence cudnn kernel against the CPU naive kernel", "[cuda
     }
   }
 }
+
+TEST_CASE("GRU auto path: fused on the CPU, the same numbers as an explicit path", "[gru_sequence]") {
+  CHECK(parse_gru_path("auto") == GruPath::automatic);
+  CHECK(resolve_gru_path(GruPath::automatic, Device::cpu()) == GruPath::fused);
+  CHECK(resolve_gru_path(GruPath::composed, Device::cpu()) == GruPath::composed);
+  CHECK(describe_gru_path(GruPath::automatic, Device::cpu()) == "auto: fused");
+  manual_seed(31);
+  GRU layer(6, 5, 2, /*bidirectional=*/true);
+  CHECK(layer.path == GruPath::automatic);  // the default
+  const Tensor x = uniform({4, 3, 6}, -1, 1, DType::float32);
+  const Tensor y_auto = layer.forward(x).detach();
+  layer.path = GruPath::fused;
+  CHECK(compare(y_auto, layer.forward(x).detach(), 0, 0) == "");
+}
+
+TEST_CASE("cuda: GRU auto path is the sequence op (cuDNN) on a GPU and matches the CPU", "[cuda][gru_sequence]") {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) {
+    WARN("GPU test skipped: " << why);
+    return;
+  }
+  const Device gpu = Device::cuda(0);
+  CHECK(resolve_gru_path(GruPath::automatic, gpu) == GruPath::sequence);
+  manual_seed(32);
+  GRU layer(10, 8, 2, /*bidirectional=*/true);
+  const Tensor x = uniform({5, 4, 10}, -1, 1, DType::float32);
+  const Tensor y_cpu = layer.forward(x).detach();
+  layer.to(gpu);
+  const Tensor y_gpu = layer.forward(x.to(gpu)).detach();
+  CHECK(last_kernel("gru_sequence", DeviceType::cuda) == "cudnn");
+  CHECK(compare(y_gpu, y_cpu, 1e-4, 1e-5) == "");
+}

@@ -31,7 +31,7 @@ namespace {
 constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
 
 struct BenchArgs {
-  std::string device = "auto", gru = "fused", json;
+  std::string device = "auto", gru = "auto", json;
   int64_t batch = 128;
   int warmup = 20, steps = 100;
   uint64_t seed = 1;
@@ -43,7 +43,7 @@ constexpr int kLabelLength = 4;
 // The kernel keys the report names: the dense work of the model, its loss and its optimizer.
 const std::vector<std::string> kReportedKeys = {
     "conv2d", "conv2d.backward_input", "conv2d.backward_weight", "batch_norm", "batch_norm.backward",
-    "max_pool2d", "matmul", "gru_cell", "gru_cell.backward", "ctc_loss", "ctc_loss.backward", "adam_step"};
+    "max_pool2d", "matmul", "gru_cell", "gru_cell.backward", "gru_sequence", "gru_sequence.backward", "ctc_loss", "ctc_loss.backward", "adam_step"};
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
@@ -71,7 +71,7 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("captcha bench: model %s, %lld parameters, GRU %s; batch %lld of [3, %d, %d], %lld time steps, "
               "%d characters; Adam lr 1e-3; %d warm-up steps, then %d timed steps twice\n",
-              kModelName, static_cast<long long>(model->parameter_count()), a.gru.c_str(),
+              kModelName, static_cast<long long>(model->parameter_count()), describe_gru_path(config.gru_path, device).c_str(),
               static_cast<long long>(B), config.height, config.width, static_cast<long long>(T), kLabelLength,
               a.warmup, a.steps);
   std::fflush(stdout);
@@ -130,7 +130,7 @@ Command add_bench_command(CLI::App& parent) {
   cmd->add_option("--steps", a->steps, "timed steps (per pass; there are two)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxFlag));
-  cmd->add_option("--gru", a->gru, "GRU step: fused (gru_cell op) or composed (elementwise ops)")
+  cmd->add_option("--gru", a->gru, "GRU: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op) or auto (sequence on a GPU, fused on the CPU)")
       ->capture_default_str();
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and the batch")->capture_default_str();

@@ -31,7 +31,7 @@ struct ModelConfig {
   int64_t gru_hidden = 128;
   int gru_layers = 2;
   double dropout = 0.25;
-  minidl::GruPath gru_path = minidl::GruPath::fused;
+  minidl::GruPath gru_path = minidl::GruPath::automatic;
 
   // The feature map the CNN leaves: each block halves the height, all but the last halve the width.
   int64_t feature_height() const { return height >> channels.size(); }

@@ -43,7 +43,7 @@ namespace {
 
 struct TrainArgs {
   std::string device = "auto", data, val_data, metrics, save;
-  std::string charset = CaptchaOptions().charset, length = "4", gru = "fused", schedule = "cosine";
+  std::string charset = CaptchaOptions().charset, length = "4", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
   int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
   int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
@@ -235,9 +235,10 @@ int run_train(const TrainArgs& a) {
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
               a.height);
+  const std::string gru_shown = describe_gru_path(config.gru_path, device);
   std::printf("captcha: model %s, %lld parameters, %lld time steps, GRU %s; Adam lr %g (%s); "
               "%lld epoch(s) of %lld batches of %lld, %lld steps\n",
-              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T), a.gru.c_str(),
+              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T), gru_shown.c_str(),
               a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
               static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
               static_cast<long long>(total_steps));
@@ -297,7 +298,7 @@ int run_train(const TrainArgs& a) {
                       {"lr", optimizer.lr()},
                       {"device", device.str()},
                       {"batch_size", a.batch},
-                      {"gru", a.gru}});
+                      {"gru", gru_shown}});
     if (!a.save.empty()) {
       std::map<std::string, std::string> meta = model_metadata(config, data.charset, data.length);
       meta["seed"] = std::to_string(a.seed);
@@ -361,7 +362,7 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--save", a->save, "save the model to FILE after each epoch");
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
-  cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops) or sequence (one gru_sequence op)")
+  cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
       ->capture_default_str();
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
