@@ -5,7 +5,7 @@
 #   make test     build, then run every test through ctest
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
-#   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~5 min on an H200) and evaluate it
+#   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
 #   make clean    remove build/
 BUILD ?= build
 JOBS ?= $(shell nproc)
