@@ -224,7 +224,7 @@ TEST_CASE("GRU: PyTorch's parameter names, shapes and initialisation range", "[g
     CHECK(hi <= 0.25);
     if (v.size() >= 48) CHECK(hi - lo > 0.4);  // spread over the range, not a constant
   }
-  CHECK(layer.describe() == "GRU(10 -> 16, 2 layers, bidirectional, fused)");
+  CHECK(layer.describe() == "GRU(10 -> 16, 2 layers, bidirectional, auto)");  // auto: the default path
   CHECK(layer(zeros({3, 2, 10})).shape() == Shape{3, 2, 32});
 }
 
