@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# scripts/h200-run.sh — everything the CUDA issue asks to be measured on the GPU, in one device call:
+# scripts/h200-run.sh — what the issues ask to be measured on the GPU, for one device call:
 # `minidl info`, the whole test binary, MNIST timings (default and all-hand-written kernels, batch 64
-# and 256), the kernel benchmark, and the GPU tests under compute-sanitizer memcheck. Each step has its
-# own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log.
+# and 256), the kernel benchmark, the GPU tests under compute-sanitizer memcheck, the captcha training
+# with default settings and its evaluation on 10,000 fresh captchas, the captcha step benchmark, and the
+# PyTorch side-by-side comparison. Each step has its own time limit; logs go to $OUT/<step>.log and a
+# summary to $OUT/summary.log. The default steps fit one 10-minute call; captcha (~4 minutes) and torch
+# (~2) are asked for by name.
 #   BUILD=build-cuda DATA=data/mnist bash scripts/h200-run.sh [STEP...]
+# The machine has no fonts: carry data/fonts/DejaVuSans-Bold.ttf and it is used for the captchas.
 set -u
 bin=${BUILD:-build-cuda}/bin
 data=${DATA:-data/mnist}
 out=${OUT:-/tmp/minidl-h200}
 mkdir -p "$out"
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+[ -f data/fonts/DejaVuSans-Bold.ttf ] && export MINIDL_CAPTCHA_FONT=${MINIDL_CAPTCHA_FONT:-$PWD/data/fonts/DejaVuSans-Bold.ttf}
 hand_written="matmul=v3_register_blocked,conv2d=im2col_gemm,avg_pool2d=v1_direct,batch_norm=v1_two_pass,max_pool2d=v1_direct"
 
 run() {  # run NAME SECONDS COMMAND...
@@ -37,6 +42,14 @@ for s in "${steps[@]}"; do
       MINIDL_KERNELS=$hand_written run mnist_hand_b256 40 "$bin/mnist" train --device cuda --epochs 1 --batch 256 --data "$data" --metrics "$out/mnist_hand_b256.jsonl" ;;
     bench) run bench 50 "$bin/minidl" bench --device cuda ;;
     memcheck) run memcheck 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/minidl_tests" "[cuda]" ;;
+    captcha)
+      run captcha_train 320 "$bin/captcha" train --device cuda --save "$out/captcha.ckpt" --metrics "$out/captcha.jsonl"
+      run captcha_eval 60 "$bin/captcha" eval --model "$out/captcha.ckpt" --device cuda ;;
+    captcha_bench)
+      run captcha_bench 40 "$bin/captcha" bench --device cuda
+      run captcha_bench_fused 40 "$bin/captcha" bench --device cuda --gru fused
+      MINIDL_TF32=1 run captcha_bench_tf32 40 "$bin/captcha" bench --device cuda ;;
+    torch) OUT=$out/torch BUILD=${BUILD:-build-cuda} run torch 200 bash scripts/compare-torch.sh ;;
     *) echo "unknown step $s" ;;
   esac
 done

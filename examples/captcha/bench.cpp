@@ -131,7 +131,8 @@ Command add_bench_command(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxFlag));
   cmd->add_option("--gru", a->gru, "GRU: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op) or auto (sequence on a GPU, fused on the CPU)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and the batch")->capture_default_str();
   cmd->add_option("--json", a->json, "write the settings and times as one JSON object to FILE");

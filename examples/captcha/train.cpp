@@ -363,7 +363,8 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
   cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
       ->check(at_least(1));
