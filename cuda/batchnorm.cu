@@ -221,6 +221,7 @@ bool batch_norm_backward_v1(const Tensor& x, const Tensor& grad_y, const Tensor&
 //      and derives the statistics and the per-channel coefficients of step 3.
 //   3. apply: one thread per element: y = (x - mean_c) * scale_c + beta_c with scale_c = invstd_c * gamma_c,
 //      or grad_x = A_c * gy + B_c * (x - mean_c) + D_c (the v1 formula regrouped, below).
+// Inference (given mean and var) needs only the per-channel scale and the apply pass.
 // Forward reads x twice and writes y once; backward reads x and gy twice and writes grad_x once.
 // The variance comes from one pass: var = s2 / M - (s1 / M)^2. Without the shift this is
 // E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std; around K_c (a value of the
@@ -404,6 +405,49 @@ void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   MINIDL_LAUNCH_CHECK();
 }
 
+// Inference with the given statistics: the per-channel scale gamma_c / sqrt(var_c + eps) once per channel
+// (in double), then the same apply pass as training: y = (x - mean_c) * scale_c + beta_c.
+template <class T>
+__global__ void bn_inference_scale(const T* __restrict__ gamma, const T* __restrict__ var, double eps,
+                                   T* __restrict__ scale, int64_t C) {
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (c < C) scale[c] = static_cast<T>(static_cast<double>(gamma[c]) / sqrt(static_cast<double>(var[c]) + eps));
+}
+
+template <class T>
+void launch_inference_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                         const Tensor& var, double eps, Tensor& y, const BnDims& d, int device) {
+  const cudaStream_t s = cuda::stream(device);
+  Tensor scale = empty({d.C}, x.options());
+  bn_inference_scale<T><<<cuda::grid_for(d.C, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
+      gamma.data<T>(), var.data<T>(), eps, scale.data<T>(), d.C);
+  MINIDL_LAUNCH_CHECK();
+  const int64_t total = x.numel();
+  const unsigned grid = cuda::grid_for(total, kElementwiseBlock);
+  if (total <= UINT32_MAX)
+    bn_forward_apply<T, uint32_t><<<grid, kElementwiseBlock, 0, s>>>(
+        x.data<T>(), mean.data<T>(), scale.data<T>(), beta.data<T>(), y.data<T>(), static_cast<uint32_t>(total),
+        static_cast<uint32_t>(d.C), static_cast<uint32_t>(d.S));
+  else
+    bn_forward_apply<T, int64_t><<<grid, kElementwiseBlock, 0, s>>>(
+        x.data<T>(), mean.data<T>(), scale.data<T>(), beta.data<T>(), y.data<T>(), total, d.C, d.S);
+  MINIDL_LAUNCH_CHECK();
+}
+
+bool batch_norm_inference_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                             const Tensor& var, double eps, Tensor& y) {
+  if (!is_f32_or_f64(x)) return false;
+  const BnDims d = bn_dims(x);
+  const int device = x.device().index;
+  cuda::set_device(device);
+  if (x.numel() == 0) return true;
+  if (x.dtype() == DType::float32)
+    launch_inference_v2<float>(x, gamma, beta, mean, var, eps, y, d, device);
+  else
+    launch_inference_v2<double>(x, gamma, beta, mean, var, eps, y, d, device);
+  return true;
+}
+
 bool batch_norm_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   const BnDims d = bn_dims(x);
@@ -548,6 +592,9 @@ void register_batchnorm_kernels_cuda() {
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v2_split", 30,
                                    "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
                                    batch_norm_v2);
+  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v2_split", 30,
+                                            "per-channel scale once, then one apply pass (f32, f64)",
+                                            batch_norm_inference_v2);
   register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "v2_split", 30,
                                            "each channel split over many blocks: partial sums, finalize, apply "
                                            "(f32, f64)",
