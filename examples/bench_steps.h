@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -22,6 +23,7 @@
 
 #include "core/backend.h"
 #include "core/dispatch.h"
+#include "nn/metrics.h"
 
 // The caching allocator's statistics exist only in CUDA builds; the conditional stays in this header.
 #ifdef MINIDL_WITH_CUDA
@@ -107,6 +109,53 @@ inline double peak_memory_bytes(minidl::Device device) {
 #endif
   (void)device;
   return -1;
+}
+
+// What one bench run measured, for report().
+struct BenchRun {
+  std::string program, model;            // "captcha bench", "captcha"
+  minidl::Device device;
+  int64_t batch = 0;
+  int warmup = 0;
+  StepTimes times;
+  double last_loss = 0;
+  std::vector<std::string> reported_keys;  // kernel keys whose serving kernel the report names
+  nlohmann::json extra = nlohmann::json::object();  // model-specific settings, e.g. {"gru": "auto: sequence"}
+};
+
+// Prints the report (device, precision, kernels, peak memory, loss, times) and, when json_path is not
+// empty, writes the same as one JSON line (the format scripts/compare-torch.sh reads).
+inline void report(const BenchRun& r, const std::string& json_path) {
+  const nlohmann::json kernels = kernels_used(r.device.type, r.reported_keys);
+  const double peak = peak_memory_bytes(r.device);
+  const StepTimes& t = r.times;
+  const double images_per_second = 1000.0 * static_cast<double>(r.batch) / t.mean_ms;
+  std::printf("device %s, batch %lld, %s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
+              precision_text(r.device).c_str());
+  std::printf("kernels: %s\n", kernels_line(kernels).c_str());
+  if (peak >= 0) std::printf("peak GPU memory in use: %.1f MiB\n", peak / (1024.0 * 1024.0));
+  std::printf("last loss %.4f\n", r.last_loss);
+  std::printf("%.3f ms/step mean over %d steps (one sync at the end), %.0f images/s; "
+              "%.3f ms/step median, %.3f min (a sync after each step)\n",
+              t.mean_ms, t.steps, images_per_second, t.median_ms, t.min_ms);
+  if (json_path.empty()) return;
+  nlohmann::json line = {{"framework", "minidl"},
+                         {"model", r.model},
+                         {"device", r.device.str()},
+                         {"batch", r.batch},
+                         {"warmup", r.warmup},
+                         {"steps", t.steps},
+                         {"tf32", r.device.is_cuda() && tf32_requested()},
+                         {"mean_ms", t.mean_ms},
+                         {"median_ms", t.median_ms},
+                         {"min_ms", t.min_ms},
+                         {"images_per_second", images_per_second},
+                         {"peak_memory_bytes", peak >= 0 ? nlohmann::json(peak) : nlohmann::json()},
+                         {"last_loss", r.last_loss},
+                         {"kernels", kernels}};
+  line.update(r.extra);
+  minidl::MetricsWriter(json_path).write(line);
+  std::printf("%s: wrote %s\n", r.program.c_str(), json_path.c_str());
 }
 
 }  // namespace bench_steps

@@ -20,7 +20,6 @@
 #include "core/random.h"
 #include "examples/bench_steps.h"
 #include "examples/captcha/common.h"
-#include "nn/metrics.h"
 
 using namespace minidl;
 
@@ -80,39 +79,10 @@ int run_bench(const BenchArgs& a) {
   const bench_steps::StepTimes t = bench_steps::time_steps(device, a.warmup, a.steps, [&] {
     last_loss = train_step(*model, optimizer, inputs, targets, input_lengths, target_lengths).loss;
   });
-  const double loss = last_loss.item<double>();
-  const nlohmann::json kernels = bench_steps::kernels_used(device.type, kReportedKeys);
-  const double peak = bench_steps::peak_memory_bytes(device);
-  const double images_per_second = 1000.0 * static_cast<double>(B) / t.mean_ms;
-
-  std::printf("device %s, batch %lld, %s\n", device.str().c_str(), static_cast<long long>(B),
-              bench_steps::precision_text(device).c_str());
-  std::printf("kernels: %s\n", bench_steps::kernels_line(kernels).c_str());
-  if (peak >= 0) std::printf("peak GPU memory in use: %.1f MiB\n", peak / (1024.0 * 1024.0));
-  std::printf("last loss %.4f\n", loss);
-  std::printf("%.3f ms/step mean over %d steps (one sync at the end), %.0f images/s; "
-              "%.3f ms/step median, %.3f min (a sync after each step)\n",
-              t.mean_ms, t.steps, images_per_second, t.median_ms, t.min_ms);
-
-  if (!a.json.empty()) {
-    MetricsWriter out(a.json);
-    out.write({{"framework", "minidl"},
-               {"model", "captcha"},
-               {"device", device.str()},
-               {"batch", B},
-               {"warmup", a.warmup},
-               {"steps", t.steps},
-               {"gru", a.gru},
-               {"tf32", device.is_cuda() && bench_steps::tf32_requested()},
-               {"mean_ms", t.mean_ms},
-               {"median_ms", t.median_ms},
-               {"min_ms", t.min_ms},
-               {"images_per_second", images_per_second},
-               {"peak_memory_bytes", peak >= 0 ? nlohmann::json(peak) : nlohmann::json()},
-               {"last_loss", loss},
-               {"kernels", kernels}});
-    std::printf("captcha bench: wrote %s\n", a.json.c_str());
-  }
+  bench_steps::BenchRun run{"captcha bench", "captcha", device, B, a.warmup, t, last_loss.item<double>(),
+                            kReportedKeys};
+  run.extra = {{"gru", describe_gru_path(config.gru_path, device)}};
+  bench_steps::report(run, a.json);
   return 0;
 }
 
