@@ -18,4 +18,11 @@ uint64_t current_seed() { return global_seed; }
 
 uint64_t reserve_random_offset(uint64_t count) { return global_offset.fetch_add(count); }
 
+uint64_t current_random_offset() { return global_offset; }
+
+void set_random_state(uint64_t seed, uint64_t offset) {
+  global_seed = seed;
+  global_offset = offset;
+}
+
 }  // namespace minidl

@@ -7,9 +7,10 @@
 
 namespace minidl {
 
-MetricsWriter::MetricsWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "w");
-  MINIDL_CHECK(file_ != nullptr, "metrics: cannot create '", path, "': ", std::strerror(errno));
+MetricsWriter::MetricsWriter(const std::string& path, bool append) : path_(path) {
+  file_ = std::fopen(path.c_str(), append ? "a" : "w");
+  MINIDL_CHECK(file_ != nullptr, "metrics: cannot ", append ? "open" : "create", " '", path, "': ",
+               std::strerror(errno));
 }
 
 MetricsWriter::~MetricsWriter() {

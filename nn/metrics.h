@@ -9,8 +9,9 @@ namespace minidl {
 
 class MetricsWriter {
  public:
-  // Creates (truncates) `path`. Throws an Error naming the file when it cannot.
-  explicit MetricsWriter(const std::string& path);
+  // Creates (truncates) `path`, or with `append` adds to it (a resumed run continues its log). Throws an
+  // Error naming the file when it cannot.
+  explicit MetricsWriter(const std::string& path, bool append = false);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

@@ -3,8 +3,8 @@
 //   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
 //                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
 //                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
-//                 [--kernel OP=NAME]... [--threads N] [--gru fused|composed|sequence] [--channels A,B,...]
-//                 [--convs-per-block N] [--hidden N] [--dropout P]
+//                 [--kernel OP=NAME]... [--threads N] [--gru auto|fused|composed|sequence] [--channels A,B,...]
+//                 [--convs-per-block N] [--hidden N] [--dropout P] [--resume FILE] [--stop-after-epochs N]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
@@ -15,10 +15,16 @@
 // Loss: ctc_loss over all T time steps (zero_infinity: a label no alignment fits adds nothing rather
 // than inf). Adam, by default with a cosine decay of the learning rate to 1% over the whole run.
 // --save writes the model after every epoch with its configuration, charset and label length in the
-// metadata; `captcha eval` tests on seed S + 2 by default.
+// metadata; `captcha eval` tests on seed S + 2 by default. The file also holds what a resumed run needs:
+// the Adam state, the step, the position of the global random stream and the run's settings.
+// --resume FILE continues such a run after its last saved epoch, with the same flags; the result is bit
+// for bit the uninterrupted run's on the same machine and kernels (tests/captcha_resume_test.sh). The
+// run keeps saving to FILE unless --save says otherwise, and appends to --metrics. --stop-after-epochs N
+// ends this invocation after N epochs (to continue later): long CPU runs, or time-limited GPU slots.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -42,10 +48,11 @@ namespace captcha {
 namespace {
 
 struct TrainArgs {
-  std::string device = "auto", data, val_data, metrics, save;
+  std::string device = "auto", data, val_data, metrics, save, resume;
   std::string charset = CaptchaOptions().charset, length = "4", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
   int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
+  int64_t stop_after_epochs = 0;  // 0: run to the end
   int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
   double lr = 1e-3, dropout = 0.25;
   uint64_t seed = 1;
@@ -189,6 +196,47 @@ class LossLog {
   int64_t count_ = 0;
 };
 
+// The settings that make a run what it is, saved with every epoch ("run.*" metadata) and compared by
+// --resume: a resumed run must be the same run, or its result would be neither run's.
+std::map<std::string, std::string> run_settings(const TrainArgs& a, const TrainingData& data, int64_t epochs,
+                                                int64_t total_steps) {
+  char lr[32];
+  std::snprintf(lr, sizeof lr, "%.17g", a.lr);
+  return {{"run.data", data.description},
+          {"run.batch", std::to_string(a.batch)},
+          {"run.batches_per_epoch", std::to_string(data.batches_per_epoch)},
+          {"run.epochs", std::to_string(epochs)},
+          {"run.total_steps", std::to_string(total_steps)},
+          {"run.lr", lr},
+          {"run.schedule", a.schedule},
+          {"run.seed", std::to_string(a.seed)}};
+}
+
+// Where a resumed run starts: after the saved epoch, at the saved step.
+struct ResumePoint {
+  int64_t epoch = 0, step = 0;
+};
+
+// Loads model and Adam state from `path` (a --save file of the same run) and restores the random stream.
+ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optimizer,
+                        const std::map<std::string, std::string>& expected) {
+  const std::map<std::string, std::string> meta = load_checkpoint(path, model, &optimizer);
+  std::vector<std::string> differences;
+  for (const auto& [key, value] : expected) {
+    auto it = meta.find(key);
+    const std::string saved = it == meta.end() ? "(none)" : it->second;
+    if (saved != value) differences.push_back(str_cat(key, ": saved ", saved, ", this run ", value));
+  }
+  std::string listed;
+  for (const std::string& d : differences) listed += (listed.empty() ? "" : "; ") + d;
+  MINIDL_CHECK(differences.empty(), "--resume ", path, ": the saved run had other settings; resume with the same "
+               "flags (", listed, ")");
+  for (const char* key : {"epoch", "step", "random_offset"})
+    MINIDL_CHECK(meta.count(key), "--resume ", path, ": no '", key, "' in the file (saved by an older minidl?)");
+  set_random_state(std::stoull(meta.at("run.seed")), std::stoull(meta.at("random_offset")));
+  return {std::stoll(meta.at("epoch")), std::stoll(meta.at("step"))};
+}
+
 int run_train(const TrainArgs& a) {
   select_kernels_from_flags(a.kernels);
   const Device device = choose_device(a.device);
@@ -226,11 +274,23 @@ int run_train(const TrainArgs& a) {
   else
     MINIDL_CHECK(a.schedule == "constant", "--schedule must be cosine or constant, got '", a.schedule, "'");
 
+  const std::map<std::string, std::string> settings = [&] {
+    std::map<std::string, std::string> m = model_metadata(config, data.charset, data.length);
+    for (const auto& kv : run_settings(a, data, epochs, total_steps)) m.insert(kv);
+    return m;
+  }();
+  ResumePoint start;
+  if (!a.resume.empty()) {
+    start = resume_from(a.resume, *model, optimizer, settings);
+    if (schedule) schedule->set_step(start.step);
+  }
+  const std::string save_path = !a.save.empty() ? a.save : a.resume;
+
   DataLoaderOptions val_options;
   val_options.batch_size = eval_batch_size(device);
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
-  if (!a.metrics.empty()) metrics = std::make_unique<MetricsWriter>(a.metrics);
+  if (!a.metrics.empty()) metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
 
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
@@ -242,11 +302,19 @@ int run_train(const TrainArgs& a) {
               a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
               static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
               static_cast<long long>(total_steps));
+  if (!a.resume.empty())
+    std::printf("captcha: resuming %s after epoch %lld (step %lld); saving to %s\n", a.resume.c_str(),
+                static_cast<long long>(start.epoch), static_cast<long long>(start.step), save_path.c_str());
   std::fflush(stdout);
+  if (!a.resume.empty() && (start.epoch >= epochs || start.step >= total_steps)) {
+    std::printf("captcha: %s already holds the whole run (epoch %lld, step %lld): nothing to do\n", a.resume.c_str(),
+                static_cast<long long>(start.epoch), static_cast<long long>(start.step));
+    return 0;
+  }
 
   EvalResult val;
-  int64_t step = 0;
-  for (int64_t epoch = 1; epoch <= epochs && step < total_steps; ++epoch) {
+  int64_t step = start.step, epochs_this_run = 0;
+  for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
     const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - step);
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
@@ -299,16 +367,23 @@ int run_train(const TrainArgs& a) {
                       {"device", device.str()},
                       {"batch_size", a.batch},
                       {"gru", gru_shown}});
-    if (!a.save.empty()) {
-      std::map<std::string, std::string> meta = model_metadata(config, data.charset, data.length);
+    if (!save_path.empty()) {
+      std::map<std::string, std::string> meta = settings;
       meta["seed"] = std::to_string(a.seed);
       meta["epoch"] = std::to_string(epoch);
       meta["step"] = std::to_string(step);
+      meta["random_offset"] = std::to_string(current_random_offset());
       meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
-      save_checkpoint(a.save, *model, nullptr, meta);
-      std::printf("captcha: saved %s\n", a.save.c_str());
+      save_checkpoint(save_path, *model, &optimizer, meta);
+      std::printf("captcha: saved %s\n", save_path.c_str());
     }
     std::fflush(stdout);
+    if (a.stop_after_epochs > 0 && ++epochs_this_run == a.stop_after_epochs && epoch < epochs &&
+        step < total_steps) {
+      std::printf("captcha: stopped after %lld epoch(s) as asked; continue with --resume %s and the same flags\n",
+                  static_cast<long long>(epochs_this_run), save_path.c_str());
+      return 0;
+    }
   }
   std::printf("final validation: whole-captcha accuracy %s (%lld/%lld), per-character %s\n",
               percent(val.sequence_accuracy).c_str(), static_cast<long long>(val.correct),
@@ -359,7 +434,12 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and data (validation uses seed + 1)")
       ->capture_default_str();
   cmd->add_option("--metrics", a->metrics, "write one JSON object per epoch to FILE (JSON Lines)");
-  cmd->add_option("--save", a->save, "save the model to FILE after each epoch");
+  cmd->add_option("--save", a->save, "save the model (and what --resume needs) to FILE after each epoch");
+  cmd->add_option("--resume", a->resume,
+                  "continue the run saved in FILE after its last epoch (same flags; keeps saving to FILE)");
+  cmd->add_option("--stop-after-epochs", a->stop_after_epochs,
+                  "end this invocation after N epochs (continue later with --resume)")
+      ->check(at_least(1));
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
   cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
