@@ -285,6 +285,8 @@ int run_train(const TrainArgs& a) {
     if (schedule) schedule->set_step(start.step);
   }
   const std::string save_path = !a.save.empty() ? a.save : a.resume;
+  MINIDL_CHECK(a.stop_after_epochs == 0 || !save_path.empty(),
+               "--stop-after-epochs needs --save FILE (or --resume FILE): a stopped run continues from that file");
 
   DataLoaderOptions val_options;
   val_options.batch_size = eval_batch_size(device);
