@@ -10,6 +10,7 @@
 //      A wait per step lets the GPU idle while the host queues the next step, so this is >= the mean.
 // Time is host wall-clock time (std::chrono::steady_clock) around device synchronisations.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -109,6 +111,29 @@ inline double peak_memory_bytes(minidl::Device device) {
 #endif
   (void)device;
   return -1;
+}
+
+// The flags `captcha bench` and `mnist bench` share; only the batch size's default differs.
+struct BenchFlags {
+  std::string device = "auto", json;
+  int64_t batch = 0;
+  int warmup = 20, steps = 100;
+  uint64_t seed = 1;
+  std::vector<std::string> kernels;
+};
+
+// Adds --device, --batch, --warmup, --steps, --kernel, --seed and --json to `cmd`, bound to `f`.
+inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
+  constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
+  cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
+  cmd->add_option("--batch", f.batch, "batch size")->capture_default_str()->check(CLI::Range(1, kMaxFlag));
+  cmd->add_option("--warmup", f.warmup, "untimed steps first")->capture_default_str()->check(CLI::Range(0, kMaxFlag));
+  cmd->add_option("--steps", f.steps, "timed steps (per pass; there are two)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxFlag));
+  cmd->add_option("--kernel", f.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
+  cmd->add_option("--seed", f.seed, "seed of initialisation, dropout and the batch")->capture_default_str();
+  cmd->add_option("--json", f.json, "write the settings and times as one JSON object to FILE");
 }
 
 // What one bench run measured, for report().

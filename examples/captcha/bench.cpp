@@ -12,7 +12,6 @@
 // (lr 1e-3) step. No data loading, no learning-rate schedule. Timing: examples/bench_steps.h.
 // --json FILE writes one JSON object (one line) with the settings and the times.
 #include <cstdio>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,14 +26,9 @@ namespace captcha {
 
 namespace {
 
-constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
-
-struct BenchArgs {
-  std::string device = "auto", gru = "auto", json;
-  int64_t batch = 128;
-  int warmup = 20, steps = 100;
-  uint64_t seed = 1;
-  std::vector<std::string> kernels;
+struct BenchArgs : bench_steps::BenchFlags {
+  BenchArgs() { batch = 128; }
+  std::string gru = "auto";
 };
 
 constexpr int kLabelLength = 4;
@@ -92,20 +86,10 @@ Command add_bench_command(CLI::App& parent) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the default model on one synthetic batch (for comparison with PyTorch)");
-  cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(CLI::Range(1, kMaxFlag));
-  cmd->add_option("--warmup", a->warmup, "untimed steps first")
-      ->capture_default_str()
-      ->check(CLI::Range(0, kMaxFlag));
-  cmd->add_option("--steps", a->steps, "timed steps (per pass; there are two)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, kMaxFlag));
+  bench_steps::add_bench_flags(cmd, *a);
   cmd->add_option("--gru", a->gru, "GRU: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op) or auto (sequence on a GPU, fused on the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
-  cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
-  cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and the batch")->capture_default_str();
-  cmd->add_option("--json", a->json, "write the settings and times as one JSON object to FILE");
   return {cmd, [a] { return run_bench(*a); }};
 }
 

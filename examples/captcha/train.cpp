@@ -32,6 +32,7 @@
 
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "examples/flags.h"
 #include "examples/captcha/common.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
@@ -42,6 +43,7 @@
 #include "nn/progress.h"
 
 using namespace minidl;
+using examples::at_least;
 
 namespace captcha {
 
@@ -391,19 +393,6 @@ int run_train(const TrainArgs& a) {
               percent(val.sequence_accuracy).c_str(), static_cast<long long>(val.correct),
               static_cast<long long>(val.count), percent(val.character_accuracy).c_str());
   return 0;
-}
-
-CLI::Validator at_least(double min) {
-  return CLI::Validator(
-      [min](std::string& text) -> std::string {
-        try {
-          if (std::stod(text) >= min) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return str_cat("must be at least ", min, ", got ", text);
-      },
-      "");
 }
 
 }  // namespace

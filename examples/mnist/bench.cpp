@@ -13,7 +13,6 @@
 #include "examples/mnist/bench.h"
 
 #include <cstdio>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -31,14 +30,8 @@ namespace mnist {
 
 namespace {
 
-constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
-
-struct BenchArgs {
-  std::string device = "auto", json;
-  int64_t batch = 64;
-  int warmup = 20, steps = 100;
-  uint64_t seed = 1;
-  std::vector<std::string> kernels;
+struct BenchArgs : bench_steps::BenchFlags {
+  BenchArgs() { batch = 64; }
 };
 
 constexpr double kLearningRate = 2e-3;  // `mnist train --lr` default
@@ -89,17 +82,7 @@ BenchCommand add_bench_command(CLI::App& parent) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the CNN on one synthetic batch (for comparison with PyTorch)");
-  cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(CLI::Range(1, kMaxFlag));
-  cmd->add_option("--warmup", a->warmup, "untimed steps first")
-      ->capture_default_str()
-      ->check(CLI::Range(0, kMaxFlag));
-  cmd->add_option("--steps", a->steps, "timed steps (per pass; there are two)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, kMaxFlag));
-  cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
-  cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and the batch")->capture_default_str();
-  cmd->add_option("--json", a->json, "write the settings and times as one JSON object to FILE");
+  bench_steps::add_bench_flags(cmd, *a);
   return {cmd, [a] { return run_bench(*a); }};
 }
 

@@ -28,6 +28,7 @@
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "examples/flags.h"
 #include "examples/mnist/bench.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/train_step.h"
@@ -42,37 +43,10 @@
 #include "ops/ops.h"
 
 using namespace minidl;
+using examples::at_least;
+using examples::positive;
 
 namespace {
-
-// ------------------------------------------------------------------ flags
-
-// A flag check with a plain message ("must be at least 1") instead of CLI11's numeric range dump.
-CLI::Validator at_least(double min) {
-  return CLI::Validator(
-      [min](std::string& text) -> std::string {
-        try {
-          if (std::stod(text) >= min) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return str_cat("must be at least ", min, ", got ", text);
-      },
-      "");
-}
-
-CLI::Validator positive() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        try {
-          if (std::stod(text) > 0) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return "must be positive, got " + text;
-      },
-      "");
-}
 
 // ------------------------------------------------------------------ devices
 
