@@ -203,17 +203,6 @@ struct PoolCase {
   Pool2dParams p;
 };
 
-Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
-  Pool2dParams p;
-  p.kernel_h = kh;
-  p.kernel_w = kw;
-  p.stride_h = sh;
-  p.stride_w = sw;
-  p.pad_h = ph;
-  p.pad_w = pw;
-  return p;
-}
-
 // MNIST's 2x2/2, an odd size that drops the last row, overlapping 3x3/2 windows with padding,
 // non-square windows and strides, and 1x1.
 const std::vector<PoolCase> kPoolCases = {

@@ -109,16 +109,6 @@ struct PoolCase {
   Shape x;
   Pool2dParams p;
 };
-Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
-  Pool2dParams p;
-  p.kernel_h = kh;
-  p.kernel_w = kw;
-  p.stride_h = sh;
-  p.stride_w = sw;
-  p.pad_h = ph;
-  p.pad_w = pw;
-  return p;
-}
 // Overlapping windows (stride < kernel), padding, non-square windows, odd sizes, > 32 channels.
 const std::vector<PoolCase> kPoolCases = {
     {{2, 3, 7, 9}, pool_params(3, 3, 2, 2, 1, 1)}, {{1, 1, 8, 8}, pool_params(2, 2, 2, 2, 0, 0)},

@@ -46,6 +46,18 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
 // refuses everything still fails on the plain inputs.
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
 
+// Pooling parameters in one call: kernel (kh, kw), stride (sh, sw), padding (ph, pw).
+inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
+  Pool2dParams p;
+  p.kernel_h = kh;
+  p.kernel_w = kw;
+  p.stride_h = sh;
+  p.stride_w = sw;
+  p.pad_h = ph;
+  p.pad_w = pw;
+  return p;
+}
+
 // Restores default kernel selection at scope exit.
 struct SelectionReset {
   ~SelectionReset() { reset_kernel_selection(); }
