@@ -9,7 +9,8 @@
 // Returning false means "I decline this call" (a dtype or layout it does not handle); the dispatcher
 // then tries the next kernel. Order of trial: the kernel the user selected for this op and device (if
 // any), then the others by descending priority. The kernel signatures of every op are in
-// ops/kernel_signatures.h; the registration of every kernel is in cpu/register.cpp and cuda/register.cu.
+// ops/kernel_signatures.h; every kernel file registers its kernels through one function, listed in
+// cpu/kernel_files.h or cuda/kernel_files.h.
 //
 // Selecting kernels at run time:
 //   - API:         minidl::select_kernel("matmul", DeviceType::cpu, "naive");

@@ -50,7 +50,7 @@ bool fill_naive(Tensor& dst, double value) {
 
 }  // namespace
 
-void register_copy_kernels_cpu() {
+void register_copy_naive_cpu() {
   register_kernel<CopyKernel>("copy", DeviceType::cpu, "naive", 0, "element by element through strides", copy_naive);
   register_kernel<CopyKernel>("copy", DeviceType::cpu, "memcpy", 10, "one memcpy; contiguous tensors only",
                               copy_memcpy);

@@ -164,7 +164,7 @@ bool ctc_loss_backward_naive(const Tensor& log_probs, const Tensor& targets, con
 
 }  // namespace
 
-void register_ctc_kernels_cpu() {
+void register_ctc_naive_cpu() {
   register_kernel<CtcLossKernel>("ctc_loss", DeviceType::cpu, "naive", 0,
                                  "reference: alpha recursion per sample in log space, double accumulators",
                                  ctc_loss_naive);

@@ -45,7 +45,7 @@ bool dropout_mask_omp(Tensor& mask, double p, uint64_t seed, uint64_t offset) {
 
 }  // namespace
 
-void register_dropout_kernels_cpu() {
+void register_dropout_naive_cpu() {
   register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cpu, "naive", 0,
                                      "reference: one Philox draw per element, in order", dropout_mask_naive);
   register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cpu, "omp", 10,

@@ -114,10 +114,7 @@ bool binary_fast(const Tensor& a, const Tensor& b, Tensor& out) {
 
 }  // namespace
 
-void register_elementwise_naive_cpu();  // cpu/elementwise_naive.cpp
-
-void register_elementwise_kernels_cpu() {
-  register_elementwise_naive_cpu();
+void register_elementwise_fast_cpu() {
   const char* d = "vectorisable loops, OpenMP threads above 32k elements, strided inputs row by row";
   const char* name = "vectorized";
   register_kernel<UnaryKernel>("neg", DeviceType::cpu, name, 10, d, unary_fast<fn::Neg>);

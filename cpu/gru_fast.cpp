@@ -81,10 +81,7 @@ bool gru_cell_backward_fast(const Tensor& grad_h_new, const Tensor& h, const Ten
 
 }  // namespace
 
-void register_gru_naive_cpu();  // cpu/gru_naive.cpp
-
-void register_gru_kernels_cpu() {
-  register_gru_naive_cpu();
+void register_gru_fast_cpu() {
   const char* d = "T arithmetic through ops/gru_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
   register_kernel<GruCellKernel>("gru_cell", DeviceType::cpu, "rows_omp", 10, d, gru_cell_fast);
   register_kernel<GruCellBackwardKernel>("gru_cell.backward", DeviceType::cpu, "rows_omp", 10, d,

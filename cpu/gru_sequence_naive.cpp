@@ -204,7 +204,7 @@ bool gru_sequence_backward_naive(const Tensor& grad_y, const Tensor& x, const st
 
 }  // namespace
 
-void register_gru_sequence_kernels_cpu() {
+void register_gru_sequence_naive_cpu() {
   register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cpu, kName, 0,
                                      "reference: plain loops over layers, directions, steps and units, double sums",
                                      gru_sequence_naive);

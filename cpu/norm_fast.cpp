@@ -133,10 +133,7 @@ bool batch_norm_backward_fast(const Tensor& x, const Tensor& grad_y, const Tenso
 
 }  // namespace
 
-void register_norm_naive_cpu();  // cpu/norm_naive.cpp
-
-void register_norm_kernels_cpu() {
-  register_norm_naive_cpu();
+void register_norm_fast_cpu() {
   const char* d = "channels across OpenMP threads, simd plane loops, double statistics, per-channel constants";
   const char* name = "channels_omp";
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, name, 10, d, batch_norm_fast);

@@ -92,7 +92,7 @@ bool scatter_add_naive(const Tensor& grad_out, const Tensor& index, Tensor& grad
 
 }  // namespace
 
-void register_reduce_kernels_cpu() {
+void register_reduce_naive_cpu() {
   register_kernel<RowReduceKernel>("sum", DeviceType::cpu, "naive", 0, "reference: one row at a time, double accumulator",
                                    sum_naive);
   register_kernel<RowReduceKernel>("sum", DeviceType::cpu, "rows_omp", 10,

@@ -112,10 +112,7 @@ bool log_softmax_backward_fast(const Tensor& y, const Tensor& grad_y, Tensor& gr
 
 }  // namespace
 
-void register_softmax_naive_cpu();  // cpu/softmax_naive.cpp
-
-void register_softmax_kernels_cpu() {
-  register_softmax_naive_cpu();
+void register_softmax_fast_cpu() {
   const char* d = "rows across OpenMP threads above 32k elements, computed in T, simd row reductions";
   const char* name = "rows_omp";
   register_kernel<SoftmaxKernel>("softmax", DeviceType::cpu, name, 10, d, softmax_fast);

@@ -579,7 +579,7 @@ bool batch_norm_backward_cudnn(const Tensor& x, const Tensor& grad_y, const Tens
 
 }  // namespace
 
-void register_batchnorm_kernels_cuda() {
+void register_batchnorm_cuda() {
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v1_two_pass", 10,
                                    "one block per channel, two-pass mean/variance, warp-shuffle reductions (f32, f64)",
                                    batch_norm_v1);

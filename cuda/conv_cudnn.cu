@@ -273,7 +273,7 @@ bool conv2d_backward_weight_cudnn(const Tensor& x, const Tensor& grad_y, Tensor&
 
 }  // namespace
 
-void register_conv_cudnn_kernels_cuda() {
+void register_conv_cudnn_cuda() {
   const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
   register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "cudnn", 20,
                                 str_cat("cudnnConvolutionForward, fastest algorithm found once per shape; ", precision),

@@ -180,7 +180,7 @@ bool conv2d_backward_weight_direct(const Tensor& x, const Tensor& grad_y, Tensor
 
 }  // namespace
 
-void register_conv_direct_kernels_cuda() {
+void register_conv_direct_cuda() {
   register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "direct", 0,
                                 "one thread per output element, loops over C, KH, KW (f32, f64)", conv2d_direct);
   register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, "direct", 0,

@@ -314,7 +314,7 @@ bool conv2d_backward_weight_im2col_gemm(const Tensor& x, const Tensor& grad_y, T
 
 }  // namespace
 
-void register_conv_im2col_kernels_cuda() {
+void register_conv_im2col_cuda() {
   register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "im2col_gemm", 10,
                                 "im2col + our register-blocked GEMM (no cuBLAS), samples in chunks (f32)",
                                 conv2d_im2col_gemm);

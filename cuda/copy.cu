@@ -139,7 +139,7 @@ bool fill_strided(Tensor& dst, double value) {
 
 }  // namespace
 
-void register_copy_kernels_cuda() {
+void register_copy_cuda() {
   register_kernel<CopyKernel>("copy", DeviceType::cuda, "strided", 0,
                               "one thread per element through both tensors' strides", copy_strided);
   register_kernel<CopyKernel>("copy", DeviceType::cuda, "memcpy", 10,

@@ -307,7 +307,7 @@ bool ctc_loss_backward_cudnn(const Tensor& log_probs, const Tensor& targets, con
 
 }  // namespace
 
-void register_ctc_cudnn_kernels_cuda() {
+void register_ctc_cudnn_cuda() {
   // Priority 5, below "alpha_beta" (10): correct only for normalized log_probs (see the header).
   const char* d =
       "cudnnCTCLoss_v8 (SOFTMAX mode on log_probs); ONLY for normalized rows (log_softmax output); float32, "

@@ -181,7 +181,7 @@ bool binary_v2(const Tensor& a, const Tensor& b, Tensor& out) {
 
 }  // namespace
 
-void register_elementwise_kernels_cuda() {
+void register_elementwise_cuda() {
   const DeviceType gpu = DeviceType::cuda;
   const char* v1 = "v1_strided";
   const char* d1 = "one thread per element, inputs through their strides (any layout, broadcasts); f32/f64";

@@ -293,7 +293,7 @@ bool gru_sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const st
 
 }  // namespace
 
-void register_gru_sequence_kernels_cuda() {
+void register_gru_cudnn_cuda() {
   const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
   register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cuda, kName, 20,
                                      str_cat("cudnnRNNForward (CUDNN_GRU, all layers and directions); ", precision),

@@ -246,7 +246,7 @@ bool matmul_cublas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, 
 
 }  // namespace
 
-void register_matmul_kernels_cuda() {
+void register_matmul_cuda() {
   register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v1_naive", 0,
                                 "one thread per output element, operands read from global memory (f32, f64)",
                                 matmul_v1_naive);

@@ -204,7 +204,7 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
 
 }  // namespace
 
-void register_optim_kernels_cuda() {
+void register_optim_cuda() {
   register_kernel<SgdStepKernel>("sgd_step", DeviceType::cuda, "multi_tensor", 10,
                                  "every parameter in one launch: a chunk table in device memory, one block per chunk",
                                  sgd_multi_tensor);

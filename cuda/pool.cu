@@ -354,7 +354,7 @@ bool avg_pool2d_backward_cudnn(const Tensor& grad_y, Tensor& grad_x, const Pool2
 
 }  // namespace
 
-void register_pool_kernels_cuda() {
+void register_pool_cuda() {
   // Max pooling: our kernels are the default because they implement the contract's tie rule by
   // construction, where cuDNN's is undocumented; they ran as fast as cuDNN's on an H200 (memory-bound).
   // Average pooling: cuDNN's backward was faster, so it is the default there.

@@ -240,7 +240,7 @@ bool scatter_add_direct(const Tensor& grad_out, const Tensor& index, Tensor& gra
 
 }  // namespace
 
-void register_reduce_kernels_cuda() {
+void register_reduce_cuda() {
   register_kernel<RowReduceKernel>("sum", DeviceType::cuda, "rows", 10,
                                    "warp per row (<=1024 cols) or block per row, double accumulator; few long rows "
                                    "split over blocks in two passes",

@@ -265,7 +265,7 @@ bool activation_cudnn(const Tensor& x, Tensor& out) {
 
 }  // namespace
 
-void register_softmax_kernels_cuda() {
+void register_softmax_cuda() {
   const DeviceType gpu = DeviceType::cuda;
   const char* d = "one warp per row (<=1024 cols) or one block per row; max-subtracted, shuffle reductions";
   register_kernel<SoftmaxKernel>("softmax", gpu, "rows", 10, d, softmax_rows<false>);

@@ -1,0 +1,31 @@
+// cpu/kernel_files.h — the list of CPU kernel files: one line per file, naming the function that file
+// defines to register its kernels in the dispatch table. cpu/register.h turns this list into
+// declarations, cpu/register.cpp into calls (an "X-macro": the list is written once and read twice).
+//
+// Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
+// Order matters only among kernels of equal priority for one key: the earlier registered is tried first.
+// No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
+MINIDL_KERNEL_FILE(register_copy_naive_cpu)          // cpu/copy_naive.cpp
+MINIDL_KERNEL_FILE(register_elementwise_naive_cpu)   // cpu/elementwise_naive.cpp
+MINIDL_KERNEL_FILE(register_elementwise_fast_cpu)    // cpu/elementwise_fast.cpp
+MINIDL_KERNEL_FILE(register_reduce_naive_cpu)        // cpu/reduce_naive.cpp
+MINIDL_KERNEL_FILE(register_softmax_naive_cpu)       // cpu/softmax_naive.cpp
+MINIDL_KERNEL_FILE(register_softmax_fast_cpu)        // cpu/softmax_fast.cpp
+MINIDL_KERNEL_FILE(register_loss_naive_cpu)          // cpu/loss_naive.cpp
+MINIDL_KERNEL_FILE(register_loss_fast_cpu)           // cpu/loss_fast.cpp
+MINIDL_KERNEL_FILE(register_norm_naive_cpu)          // cpu/norm_naive.cpp
+MINIDL_KERNEL_FILE(register_norm_fast_cpu)           // cpu/norm_fast.cpp
+MINIDL_KERNEL_FILE(register_dropout_naive_cpu)       // cpu/dropout_naive.cpp
+MINIDL_KERNEL_FILE(register_optim_naive_cpu)         // cpu/optim_naive.cpp
+MINIDL_KERNEL_FILE(register_optim_fast_cpu)          // cpu/optim_fast.cpp
+MINIDL_KERNEL_FILE(register_matmul_naive_cpu)        // cpu/matmul_naive.cpp
+MINIDL_KERNEL_FILE(register_matmul_blocked_cpu)      // cpu/matmul_blocked.cpp
+MINIDL_KERNEL_FILE(register_matmul_blas_cpu)         // cpu/matmul_blas.cpp (registers nothing without OpenBLAS)
+MINIDL_KERNEL_FILE(register_conv_naive_cpu)          // cpu/conv_naive.cpp
+MINIDL_KERNEL_FILE(register_conv_im2col_cpu)         // cpu/conv_im2col.cpp (registers nothing without OpenBLAS)
+MINIDL_KERNEL_FILE(register_pool_naive_cpu)          // cpu/pool_naive.cpp
+MINIDL_KERNEL_FILE(register_pool_planes_cpu)         // cpu/pool_planes.cpp
+MINIDL_KERNEL_FILE(register_ctc_naive_cpu)           // cpu/ctc_naive.cpp
+MINIDL_KERNEL_FILE(register_gru_naive_cpu)           // cpu/gru_naive.cpp
+MINIDL_KERNEL_FILE(register_gru_fast_cpu)            // cpu/gru_fast.cpp
+MINIDL_KERNEL_FILE(register_gru_sequence_naive_cpu)  // cpu/gru_sequence_naive.cpp

@@ -1,0 +1,28 @@
+// cuda/kernel_files.h — the list of CUDA kernel files: one line per file, naming the function that file
+// defines to register its kernels in the dispatch table. cuda/register.h turns this list into
+// declarations, cuda/register.cu into calls (the same shape as cpu/kernel_files.h).
+//
+// Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
+// Files that need cuDNN are listed under MINIDL_WITH_CUDNN; files that hold a cuDNN peer beside their own
+// kernels (pool.cu, batchnorm.cu, softmax.cu) guard those entries inside.
+// No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
+MINIDL_KERNEL_FILE(register_copy_cuda)         // cuda/copy.cu
+MINIDL_KERNEL_FILE(register_elementwise_cuda)  // cuda/elementwise.cu
+MINIDL_KERNEL_FILE(register_reduce_cuda)       // cuda/reduce.cu
+MINIDL_KERNEL_FILE(register_softmax_cuda)      // cuda/softmax.cu
+MINIDL_KERNEL_FILE(register_dropout_cuda)      // cuda/dropout.cu
+MINIDL_KERNEL_FILE(register_optim_cuda)        // cuda/optim.cu
+MINIDL_KERNEL_FILE(register_gru_cell_cuda)     // cuda/gru_cell.cu
+MINIDL_KERNEL_FILE(register_ctc_cuda)          // cuda/ctc.cu
+#ifdef MINIDL_WITH_CUDNN
+MINIDL_KERNEL_FILE(register_gru_cudnn_cuda)    // cuda/gru_cudnn.cu
+MINIDL_KERNEL_FILE(register_ctc_cudnn_cuda)    // cuda/ctc_cudnn.cu
+#endif
+MINIDL_KERNEL_FILE(register_matmul_cuda)       // cuda/matmul.cu
+MINIDL_KERNEL_FILE(register_conv_direct_cuda)  // cuda/conv_direct.cu
+MINIDL_KERNEL_FILE(register_conv_im2col_cuda)  // cuda/conv_im2col.cu
+#ifdef MINIDL_WITH_CUDNN
+MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
+#endif
+MINIDL_KERNEL_FILE(register_pool_cuda)         // cuda/pool.cu
+MINIDL_KERNEL_FILE(register_batchnorm_cuda)    // cuda/batchnorm.cu
