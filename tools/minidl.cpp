@@ -1,6 +1,6 @@
 // tools/minidl.cpp — the `minidl` command: inspect the build and the dispatch table.
 //   minidl kernels [--op OP]   every registered kernel: op, stage, device, name, default?, description
-//   minidl info                devices, driver/runtime/library versions, build configuration
+//   minidl info                devices, driver/runtime/library versions, build configuration, dist backends
 //   minidl bench [--op matmul|conv2d|all] [--device cpu|cuda|all] [--repeat N]
 //                              GFLOP/s of every registered matmul and conv2d kernel (tools/bench.cpp)
 #include <CLI/CLI.hpp>
@@ -9,6 +9,7 @@
 
 #include "core/dispatch.h"
 #include "core/info.h"
+#include "dist/communicator.h"
 
 using namespace minidl;
 
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     if (*bench) return run_bench(bench_op, bench_device, bench_repeat);
     if (*info) {
       std::fputs(system_info_report().c_str(), stdout);
+      std::fputs(("\n" + dist::info_report()).c_str(), stdout);
       return 0;
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,41 @@
+#include "dist/process.h"
+
+#include <cstdio>
+
+#include "dist/backends.h"
+
+namespace minidl {
+namespace dist {
+
+void agree_or_throw(const std::string& my_problem, const std::string& what) {
+  const ProcessInfo& p = process_info();
+  const std::vector<std::string> problems = all_gather_strings(my_problem);
+  std::string listed;
+  for (int r = 0; r < static_cast<int>(problems.size()); ++r) {
+    if (problems[r].empty()) continue;
+    if (!listed.empty()) listed += "; ";
+    listed += p.world_size > 1 ? str_cat("rank ", r, ": ", problems[r]) : problems[r];
+  }
+  if (!listed.empty()) throw JobError(str_cat(what, ": ", listed));
+}
+
+int report_error(const std::exception& e, const std::string& program) {
+  std::fflush(stdout);
+  const bool in_job = process_layer_started() && process_info().world_size > 1;
+  if (dynamic_cast<const JobError*>(&e)) {  // every rank has it: say it once, end normally
+    if (!in_job || process_info().rank == 0) std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 1;
+  }
+  if (!in_job) {
+    std::fprintf(stderr, "%s: %s\n", program.c_str(), e.what());
+    return 1;
+  }
+  const ProcessInfo& p = process_info();
+  std::fprintf(stderr, "%s: rank %d (host %s): %s\n%s: ending all %d processes of the job\n", program.c_str(), p.rank,
+               p.host.c_str(), e.what(), program.c_str(), p.world_size);
+  std::fflush(stderr);
+  abort_job(1);
+}
+
+}  // namespace dist
+}  // namespace minidl
