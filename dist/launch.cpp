@@ -1,6 +1,8 @@
 #include "dist/launch.h"
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "core/backend.h"
 #include "dist/process.h"
@@ -29,13 +31,18 @@ void check_same_flags(const std::vector<std::string>& args) {
 
 // "" when this rank can use `d`, else why not (with the host and local rank, to find the machine).
 std::string device_problem(const Device& d, const ProcessInfo& p) {
+  const std::string where = str_cat("host ", p.host, ", local rank ", p.local_rank, ": ");
+  if (d.is_cuda() && has_backend(DeviceType::cuda)) {
+    const int gpus = backend_for(DeviceType::cuda).device_count();
+    if (gpus > 0 && d.index >= gpus)
+      return str_cat(where, "needs ", d.str(), " but the host has ", gpus, " usable GPU(s); --device cuda takes one "
+                     "GPU per process: start at most ", gpus, " process(es) on this host");
+  }
   try {
     check_device_usable(d);
     return "";
   } catch (const std::exception& e) {
-    return str_cat("host ", p.host, ", local rank ", p.local_rank, " of ", p.local_size, ": ", e.what(),
-                   d.is_cuda() ? " (--device cuda gives each process of a host its own GPU: start at most as "
-                                 "many processes per host as it has GPUs)" : "");
+    return where + e.what();
   }
 }
 
@@ -61,10 +68,24 @@ Device pick_device(const std::string& flag, const ProcessInfo& p) {
 
 }  // namespace
 
-DistributedRun start_distributed(const std::string& program, const std::string& device_flag, int64_t global_batch,
-                                 const std::vector<std::string>& args) {
+std::vector<std::string> command_line_arguments() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  size_t start = 0;
+  while (start < all.size()) {  // NUL-separated; the first one is the program
+    const size_t end = all.find('\0', start);
+    args.push_back(all.substr(start, end == std::string::npos ? std::string::npos : end - start));
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  if (!args.empty()) args.erase(args.begin());
+  return args;
+}
+
+DistributedRun start_distributed(const std::string& program, const std::string& device_flag, int64_t global_batch) {
   const ProcessInfo& p = process_info();
-  check_same_flags(args);
+  check_same_flags(command_line_arguments());
   if (global_batch % p.world_size != 0)
     throw JobError(str_cat("--batch ", global_batch, " (the global batch) cannot be split evenly over ", p.world_size,
                            " processes; use a multiple of ", p.world_size, " or another number of processes"));

@@ -5,7 +5,8 @@
 //
 // start_distributed():
 //   1. joins the job (dist/process.h): rank, world size, local rank;
-//   2. checks that every rank was started with the same flags (the arguments after the program name);
+//   2. checks that every rank was started with the same flags (the arguments after the program name, read
+//      from /proc/self/cmdline);
 //   3. checks that the world size divides the global batch (--batch stays the whole batch: each rank
 //      takes batch / world of it);
 //   4. picks the device: --device cpu -> the CPU and the mpi backend; --device cuda -> cuda:<local rank>
@@ -35,9 +36,10 @@ struct DistributedRun {
   int64_t local_batch(int64_t global_batch) const { return global_batch / world_size; }
 };
 
-// `args`: the program's arguments after its name (argv[1..]), compared between ranks.
-DistributedRun start_distributed(const std::string& program, const std::string& device_flag, int64_t global_batch,
-                                 const std::vector<std::string>& args);
+DistributedRun start_distributed(const std::string& program, const std::string& device_flag, int64_t global_batch);
+
+// This process's arguments after the program name (Linux: /proc/self/cmdline; empty where unreadable).
+std::vector<std::string> command_line_arguments();
 
 }  // namespace dist
 }  // namespace minidl
