@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/process.h"
 #include "examples/captcha/common.h"
 
 int main(int argc, char** argv) {
@@ -32,11 +33,9 @@ int main(int argc, char** argv) {
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    // The generator's own errors already start with "captcha: ".
-    const std::string message = e.what();
-    std::fprintf(stderr, "%s%s\n", message.rfind("captcha: ", 0) == 0 ? "" : "captcha: ", message.c_str());
-    return 1;
+    // "captcha: <message>" (the generator's own errors already start so); in a --distributed job, an error
+    // of this rank alone ends the whole job (dist/process.h).
+    return minidl::dist::report_error(e, "captcha");
   }
   return 0;
 }

@@ -5,6 +5,7 @@
 //                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
 //                 [--kernel OP=NAME]... [--threads N] [--gru auto|fused|composed|sequence] [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--resume FILE] [--stop-after-epochs N]
+//                 [--distributed]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
@@ -21,6 +22,12 @@
 // for bit the uninterrupted run's on the same machine and kernels (tests/captcha_resume_test.sh). The
 // run keeps saving to FILE unless --save says otherwise, and appends to --metrics. --stop-after-epochs N
 // ends this invocation after N epochs (to continue later): long CPU runs, or time-limited GPU slots.
+// --distributed: one rank of a data-parallel job, `mpirun -np N captcha train --distributed ...`
+// (docs/distributed.md): --batch stays the global batch; each rank trains on its part of every batch and
+// validates on its part of the validation set; gradients, losses and accuracies are summed over the ranks
+// and batch-norm statistics averaged before each validation; only rank 0 prints, writes and saves. Batch
+// norm normalises over each rank's part (no synchronised batch norm). A file saved by a job of any size
+// resumes in a job of any size that divides --batch (--resume FILE must be readable on every rank).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +39,8 @@
 
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
 #include "examples/flags.h"
 #include "examples/captcha/common.h"
 #include "nn/captcha_data.h"
@@ -59,11 +68,17 @@ struct TrainArgs {
   double lr = 1e-3, dropout = 0.25;
   uint64_t seed = 1;
   std::vector<std::string> kernels;
+  bool distributed = false;
   CLI::Option* charset_flag = nullptr;  // was --charset given?
   CLI::Option* length_flag = nullptr;
 };
 
 // Where batches come from: a fresh generated range per epoch, or one loader over a folder.
+// This rank's part of every batch in a --distributed job (DataLoaderOptions::shard_index/shard_count).
+struct Shard {
+  int index = 0, count = 1;
+};
+
 struct TrainingData {
   std::string charset, length, description;
   int max_length = 0;
@@ -77,7 +92,7 @@ std::shared_ptr<TensorDataset> folder_dataset(const CaptchaDataset& folder, cons
   return std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, charset).targets);
 }
 
-TrainingData generated_data(const TrainArgs& a, int threads) {
+TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
   CaptchaOptions options;
   options.charset = a.charset;
   std::tie(options.min_length, options.max_length) = parse_length_range(a.length);
@@ -96,19 +111,21 @@ TrainingData generated_data(const TrainArgs& a, int threads) {
   const int64_t per_epoch = d.batches_per_epoch * a.batch;
   const uint64_t seed = a.seed;
   const int64_t batch = a.batch;
-  d.loader = [options, seed, per_epoch, batch, threads](int64_t epoch) {
+  d.loader = [options, seed, per_epoch, batch, threads, shard](int64_t epoch) {
     auto data = std::make_shared<GeneratedCaptchaDataset>(options, seed, per_epoch, threads,
                                                           static_cast<uint64_t>(epoch * per_epoch));
     DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.drop_last = true;
+    lo.shard_index = shard.index;
+    lo.shard_count = shard.count;
     return DataLoader(data, lo);
   };
   d.validation = std::make_shared<GeneratedCaptchaDataset>(options, a.seed + 1, a.val_count, threads);
   return d;
 }
 
-TrainingData folder_data(const TrainArgs& a, int threads) {
+TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
   CaptchaFolderOptions fo;
   fo.width = a.width;
   fo.height = a.height;
@@ -159,12 +176,14 @@ TrainingData folder_data(const TrainArgs& a, int threads) {
                           a.val_data.empty() ? ", held out" : str_cat(" from ", a.val_data), ")");
   const uint64_t seed = a.seed;
   const int64_t batch = a.batch;
-  d.loader = [train, seed, batch, drop_last](int64_t) {
+  d.loader = [train, seed, batch, drop_last, shard](int64_t) {
     DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.shuffle = true;
     lo.seed = seed;
     lo.drop_last = drop_last;
+    lo.shard_index = shard.index;
+    lo.shard_count = shard.count;
     return DataLoader(train, lo);
   };
   return d;
@@ -190,6 +209,12 @@ class LossLog {
   }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   int64_t samples() const { return count_; }
+  // Data-parallel: the totals of every rank (call on every rank, after flush()).
+  void sum_over_ranks(dist::DataParallel& dp) {
+    const std::vector<double> total = dp.sum({sum_, static_cast<double>(count_)});
+    sum_ = total[0];
+    count_ = static_cast<int64_t>(total[1]);
+  }
 
  private:
   std::vector<Tensor> pending_;
@@ -239,11 +264,35 @@ ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optim
   return {std::stoll(meta.at("epoch")), std::stoll(meta.at("step"))};
 }
 
+// A validation result of every rank's part, summed over the ranks.
+EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
+  const std::vector<double> t = dp.sum({r.loss * static_cast<double>(r.count), static_cast<double>(r.correct),
+                                        static_cast<double>(r.count), static_cast<double>(r.correct_characters),
+                                        static_cast<double>(r.characters)});
+  r.correct = static_cast<int64_t>(t[1]);
+  r.count = static_cast<int64_t>(t[2]);
+  r.correct_characters = static_cast<int64_t>(t[3]);
+  r.characters = static_cast<int64_t>(t[4]);
+  r.loss = r.count ? t[0] / static_cast<double>(r.count) : 0;
+  r.sequence_accuracy = r.count ? static_cast<double>(r.correct) / static_cast<double>(r.count) : 0;
+  r.character_accuracy = r.characters ? static_cast<double>(r.correct_characters) / static_cast<double>(r.characters) : 1;
+  return r;
+}
+
 int run_train(const TrainArgs& a) {
   select_kernels_from_flags(a.kernels);
-  const Device device = choose_device(a.device);
+  std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
+  if (a.distributed)
+    job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
+  const Device device = job ? job->device : choose_device(a.device);
+  const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
+  const Shard shard = job ? Shard{job->rank, job->world_size} : Shard{};
   const int threads = thread_count(a.threads);
-  TrainingData data = a.data.empty() ? generated_data(a, threads) : folder_data(a, threads);
+  TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
+  if (job) {  // this rank validates its part of the validation set
+    const Range part = shard_range(data.validation->size(), job->rank, job->world_size);
+    data.validation = std::make_shared<DatasetSlice>(data.validation, part.begin, part.end);
+  }
 
   ModelConfig config;
   config.width = a.width;
@@ -286,6 +335,13 @@ int run_train(const TrainArgs& a) {
     start = resume_from(a.resume, *model, optimizer, settings);
     if (schedule) schedule->set_step(start.step);
   }
+  // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job) {
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator);
+    std::printf("captcha: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
+                dp->describe_buckets().c_str());
+  }
   const std::string save_path = !a.save.empty() ? a.save : a.resume;
   MINIDL_CHECK(a.stop_after_epochs == 0 || !save_path.empty(),
                "--stop-after-epochs needs --save FILE (or --resume FILE): a stopped run continues from that file");
@@ -294,7 +350,7 @@ int run_train(const TrainArgs& a) {
   val_options.batch_size = eval_batch_size(device);
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
-  if (!a.metrics.empty()) metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
+  if (!a.metrics.empty() && root) metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
 
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
@@ -328,8 +384,11 @@ int run_train(const TrainArgs& a) {
     for (Batch& batch : loader.epoch(epoch - 1)) {
       const int64_t B = batch.size();
       const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
+      if (dp) dp->begin_step(B, batch.global_size);
       const auto [log_probs, loss] = train_step(*model, optimizer, batch.inputs.to(device), batch.targets,
-                                                input_lengths, ctc_target_lengths(batch.targets));
+                                                input_lengths, ctc_target_lengths(batch.targets), [&] {
+                                                  if (dp) dp->finish_step();
+                                                });
       if (schedule) schedule->step();
       losses.add(loss, B);
       ++step;
@@ -343,9 +402,12 @@ int run_train(const TrainArgs& a) {
       if (epoch_step == epoch_steps) break;
     }
     losses.flush();
+    if (dp) losses.sum_over_ranks(*dp);
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
+    if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, used and saved from here
     val = evaluate(*model, val_loader, data.charset, device, "validation");
+    if (dp) val = sum_over_ranks(val, *dp);
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = static_cast<double>(losses.samples()) / train_seconds;
 
@@ -371,7 +433,7 @@ int run_train(const TrainArgs& a) {
                       {"device", device.str()},
                       {"batch_size", a.batch},
                       {"gru", gru_shown}});
-    if (!save_path.empty()) {
+    if (!save_path.empty() && root) {
       std::map<std::string, std::string> meta = settings;
       meta["seed"] = std::to_string(a.seed);
       meta["epoch"] = std::to_string(epoch);
@@ -442,6 +504,9 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--hidden", a->hidden, "GRU hidden size (per direction)")->capture_default_str()->check(at_least(1));
   cmd->add_option("--gru-layers", a->gru_layers, "GRU layers")->capture_default_str()->check(at_least(1));
   cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the GRU")->capture_default_str();
+  cmd->add_flag("--distributed", a->distributed,
+                "one rank of a data-parallel job: mpirun -np N captcha train --distributed ... (--batch is the "
+                "global batch; --device cuda: one GPU per process; docs/distributed.md)");
   return {cmd, [a] { return run_train(*a); }};
 }
 

@@ -2,7 +2,7 @@
 //
 //   mnist train [--data DIR] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--save FILE]
-//               [--kernel OP=NAME]...
+//               [--kernel OP=NAME]... [--distributed]
 //   mnist eval --model FILE [--data DIR]
 //   mnist predict --model FILE IMAGE...
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE]
@@ -18,9 +18,14 @@
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard. Errors print "mnist: <message>" and exit with
 // status 1 (2 for bad flags).
+// --distributed: this process is one rank of a data-parallel job started by `mpirun -np N mnist train
+// --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
+// every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
+// over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics and saves.
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +33,9 @@
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
+#include "dist/process.h"
 #include "examples/flags.h"
 #include "examples/mnist/bench.h"
 #include "examples/mnist/model.h"
@@ -84,6 +92,14 @@ class RunningStats {
   double accuracy() const { return count_ ? static_cast<double>(correct_) / count_ : 0; }
   int64_t correct() const { return correct_; }
   int64_t count() const { return count_; }
+  // Data-parallel: the totals of every rank (call on every rank, after flush()).
+  void sum_over_ranks(dist::DataParallel& dp) {
+    const std::vector<double> total =
+        dp.sum({loss_sum_, static_cast<double>(correct_), static_cast<double>(count_)});
+    loss_sum_ = total[0];
+    correct_ = static_cast<int64_t>(total[1]);
+    count_ = static_cast<int64_t>(total[2]);
+  }
 
  private:
   std::vector<Tensor> losses_, predictions_, targets_;
@@ -100,7 +116,8 @@ struct EvalResult {
   int64_t correct = 0, count = 0;
 };
 
-EvalResult evaluate(Module& model, DataLoader& loader, Device device) {
+// With `dp`, each rank evaluates its part of the test set and the results are summed over the ranks.
+EvalResult evaluate(Module& model, DataLoader& loader, Device device, dist::DataParallel* dp = nullptr) {
   model.eval();
   NoGradGuard no_grad;
   RunningStats stats;
@@ -117,6 +134,7 @@ EvalResult evaluate(Module& model, DataLoader& loader, Device device) {
   }
   stats.flush();
   progress.clear();
+  if (dp) stats.sum_over_ranks(*dp);
   return {stats.mean_loss(), stats.accuracy(), stats.correct(), stats.count()};
 }
 
@@ -135,14 +153,19 @@ struct TrainFlags {
   double lr = 2e-3;
   uint64_t seed = 1;
   std::vector<std::string> kernels;
+  bool distributed = false;
 };
 
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
-  const Device device = choose_device(f.device);
+  std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
+  if (f.distributed)
+    job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
+  const Device device = job ? job->device : choose_device(f.device);
+  const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
   const std::string dir = find_mnist_dir(f.data);
   auto train_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/true, f.limit));
-  auto test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
+  std::shared_ptr<Dataset> test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
   std::printf("mnist: data from %s: %lld training images%s, %lld test images\n", dir.c_str(),
               static_cast<long long>(train_set->size()), f.limit > 0 ? " (--limit)" : "",
               static_cast<long long>(test_set->size()));
@@ -150,6 +173,14 @@ int train(const TrainFlags& f) {
   manual_seed(f.seed);
   std::shared_ptr<Sequential> model = mnist::make_model();
   model->to(device);  // before building the optimizer (nn/module.h)
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job) {
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator);  // rank 0's weights everywhere
+    std::printf("mnist: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
+                dp->describe_buckets().c_str());
+    const Range part = shard_range(test_set->size(), job->rank, job->world_size);  // this rank's test images
+    test_set = std::make_shared<DatasetSlice>(test_set, part.begin, part.end);
+  }
   AdamOptions adam_options;
   adam_options.lr = f.lr;
   Adam optimizer(model->parameters(), adam_options);
@@ -158,6 +189,10 @@ int train(const TrainFlags& f) {
   train_options.batch_size = f.batch;
   train_options.shuffle = true;
   train_options.seed = f.seed;
+  if (job) {  // this rank's part of every batch
+    train_options.shard_index = job->rank;
+    train_options.shard_count = job->world_size;
+  }
   DataLoader train_loader(train_set, train_options);
   // Per-batch schedules step after every optimizer step; StepLR after every epoch.
   const int64_t total_steps = static_cast<int64_t>(f.epochs) * train_loader.num_batches();
@@ -174,7 +209,7 @@ int train(const TrainFlags& f) {
   test_options.batch_size = eval_batch_size(device);
   DataLoader test_loader(test_set, test_options);
   std::unique_ptr<MetricsWriter> metrics;
-  if (!f.metrics.empty()) metrics = std::make_unique<MetricsWriter>(f.metrics);
+  if (!f.metrics.empty() && root) metrics = std::make_unique<MetricsWriter>(f.metrics);
 
   std::printf("mnist: model %s, %lld parameters; Adam lr %g (schedule %s); %d epoch(s) of %lld batches of %lld\n",
               mnist::kModelName, static_cast<long long>(model->parameter_count()), f.lr, f.schedule.c_str(), f.epochs,
@@ -188,8 +223,11 @@ int train(const TrainFlags& f) {
     RunningStats stats;
     int64_t step = 0;
     for (Batch& batch : train_loader.epoch(epoch - 1)) {
-      const auto [logits, loss] =
-          mnist::train_step(*model, optimizer, batch.inputs.to(device), batch.targets.to(device));
+      if (dp) dp->begin_step(batch.size(), batch.global_size);
+      const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device),
+                                                    batch.targets.to(device), [&] {
+                                                      if (dp) dp->finish_step();
+                                                    });
       if (scheduler && per_batch_schedule) scheduler->step();
       stats.add(loss, logits, batch.targets);
       ++step;
@@ -199,10 +237,12 @@ int train(const TrainFlags& f) {
       }
     }
     stats.flush();
+    if (dp) stats.sum_over_ranks(*dp);
     if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
-    test = evaluate(*model, test_loader, device);
+    if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any
+    test = evaluate(*model, test_loader, device, dp.get());
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = stats.count() / train_seconds;
 
@@ -224,7 +264,7 @@ int train(const TrainFlags& f) {
                       {"device", device.str()},
                       {"batch_size", f.batch},
                       {"lr", optimizer.lr()}});
-    if (!f.save.empty()) {
+    if (!f.save.empty() && root) {
       save_checkpoint(f.save, *model, &optimizer,
                       {{"model", mnist::kModelName},
                        {"epoch", std::to_string(epoch)},
@@ -336,6 +376,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--metrics", tf.metrics, "write one JSON object per epoch to FILE (JSON Lines)");
   train_cmd->add_option("--save", tf.save, "save model and optimizer to FILE after each epoch");
   train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
+  train_cmd->add_flag("--distributed", tf.distributed,
+                      "one rank of a data-parallel job: mpirun -np N mnist train --distributed ... (--batch is the "
+                      "global batch; --device cuda: one GPU per process; docs/distributed.md)");
 
   std::string model_path, data, device = "auto";
   std::vector<std::string> kernels, images;
@@ -367,9 +410,7 @@ int main(int argc, char** argv) {
     if (*predict_cmd) return predict(model_path, images, device, kernels);
     if (*bench_cmd.app) return bench_cmd.run();
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "mnist: %s\n", e.what());
-    return 1;
+    return dist::report_error(e, "mnist");  // "mnist: <message>"; in a job, ends the job when only this rank failed
   }
   return 0;
 }
