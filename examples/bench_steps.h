@@ -9,6 +9,9 @@
 //   3. Latency: `steps` more steps, each followed by a wait for the device; the median of those times.
 //      A wait per step lets the GPU idle while the host queues the next step, so this is >= the mean.
 // Time is host wall-clock time (std::chrono::steady_clock) around device synchronisations.
+// --distributed (with mpirun, or alone for one rank): each step is one rank's step of data-parallel training
+// (dist/data_parallel.h) on its part of the --batch; with one rank this measures what the gradient buckets
+// and the all-reduce cost (docs/distributed.md, "Overhead").
 #pragma once
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -120,6 +123,7 @@ struct BenchFlags {
   int warmup = 20, steps = 100;
   uint64_t seed = 1;
   std::vector<std::string> kernels;
+  bool distributed = false;
 };
 
 // Adds --device, --batch, --warmup, --steps, --kernel, --seed and --json to `cmd`, bound to `f`.
@@ -134,6 +138,8 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--kernel", f.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--seed", f.seed, "seed of initialisation, dropout and the batch")->capture_default_str();
   cmd->add_option("--json", f.json, "write the settings and times as one JSON object to FILE");
+  cmd->add_flag("--distributed", f.distributed,
+                "time one rank's data-parallel step (mpirun -np N ...; --batch is the global batch)");
 }
 
 // What one bench run measured, for report().
