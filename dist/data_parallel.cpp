@@ -1,5 +1,8 @@
 #include "dist/data_parallel.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "core/random.h"
 #include "dist/process.h"
 #include "nn/data.h"
@@ -7,6 +10,21 @@
 
 namespace minidl {
 namespace dist {
+
+DataParallelOptions DataParallelOptions::from_environment() {
+  DataParallelOptions o;
+  if (const char* mb = std::getenv("MINIDL_DIST_BUCKET_MB")) {
+    double value = -1;
+    try {
+      value = std::stod(mb);
+    } catch (const std::exception&) {
+    }
+    MINIDL_CHECK(value > 0, "MINIDL_DIST_BUCKET_MB: '", mb, "' is not a positive number of MiB");
+    o.bucket_bytes = static_cast<size_t>(value * (1 << 20));
+  }
+  if (const char* overlap = std::getenv("MINIDL_DIST_OVERLAP")) o.overlap = std::string(overlap) != "0";
+  return o;
+}
 
 DataParallel::DataParallel(Module& model, Communicator& communicator, const DataParallelOptions& options)
     : comm_(communicator), options_(options) {
@@ -36,7 +54,8 @@ DataParallel::DataParallel(Module& model, Communicator& communicator, const Data
     const Tensor& p = params_[k];
     const size_t bytes = static_cast<size_t>(p.numel()) * dtype_size(p.dtype());
     const bool fits = !buckets_.empty() && buckets_.back().flat.dtype() == p.dtype() &&
-                      static_cast<size_t>(buckets_.back().numel) * dtype_size(p.dtype()) + bytes <= options_.bucket_bytes;
+                      static_cast<size_t>(buckets_.back().numel) * dtype_size(p.dtype()) + bytes <=
+                          options_.bucket_bytes;
     if (!fits) {
       buckets_.emplace_back();
       buckets_.back().flat = empty({0}, p.options());  // placeholder holding the dtype until allocated
@@ -71,8 +90,8 @@ DataParallel::~DataParallel() {
 // otherwise the collectives below would pair different tensors, or wait forever.
 void DataParallel::check_same_model_on_all_ranks(Module& model) const {
   std::string signature;
-  for (auto& [name, t] : model.named_parameters()) signature += str_cat(name, shape_str(t.shape()), dtype_name(t.dtype()), ";");
-  for (auto& [name, t] : model.named_buffers()) signature += str_cat(name, shape_str(t.shape()), dtype_name(t.dtype()), ";");
+  for (const NamedTensors& named : {model.named_parameters(), model.named_buffers()})
+    for (auto& [name, t] : named) signature += str_cat(name, shape_str(t.shape()), dtype_name(t.dtype()), ";");
   const std::vector<std::string> all = all_gather_strings(signature);
   std::string problem;
   if (all[comm_.rank()] != all[0])
@@ -169,7 +188,8 @@ void DataParallel::average_buffers() {
 
 std::vector<double> DataParallel::sum(const std::vector<double>& values) {
   if (values.empty()) return values;
-  const Tensor t = from_vector(values, {static_cast<int64_t>(values.size())}, TensorOptions(DType::float64, comm_.device()));
+  const Tensor t =
+      from_vector(values, {static_cast<int64_t>(values.size())}, TensorOptions(DType::float64, comm_.device()));
   comm_.all_reduce(t);
   return t.to_vector<double>();
 }

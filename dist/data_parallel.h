@@ -63,6 +63,11 @@ struct DataParallelOptions {
   // Start each bucket's all-reduce during backward as soon as it is complete. Off: every bucket starts
   // in finish_step(), after backward (for measuring what the overlap gains).
   bool overlap = true;
+
+  // The defaults, changed by MINIDL_DIST_BUCKET_MB (bucket_bytes in MiB, e.g. 25 or 0.5) and
+  // MINIDL_DIST_OVERLAP=0 (overlap off) when set: what the programs use, so both can be measured
+  // without rebuilding.
+  static DataParallelOptions from_environment();
 };
 
 class DataParallel {

@@ -96,7 +96,8 @@ DistributedRun start_distributed(const std::string& program, const std::string& 
   run.communicator = make_communicator(backend_for(run.device), run.device);
   if (p.rank != 0) {
     std::fflush(stdout);
-    if (!std::freopen("/dev/null", "w", stdout)) throw Error(str_cat("cannot send stdout to /dev/null on rank ", p.rank));
+    if (!std::freopen("/dev/null", "w", stdout))
+      throw Error(str_cat("cannot send stdout to /dev/null on rank ", p.rank));
   }
   std::printf("%s: distributed: %d process%s, %s backend on %s%s; global batch %lld = %d x %lld\n", program.c_str(),
               p.world_size, p.world_size == 1 ? "" : "es", backend_name(run.communicator->backend()),

@@ -162,7 +162,8 @@ EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& 
   r.character_accuracy = character_accuracy(read, truth);
   for (size_t i = 0; i < truth.size(); ++i) {  // the counts behind character_accuracy (nn/ctc_decode.h)
     r.characters += static_cast<int64_t>(std::max(read[i].size(), truth[i].size()));
-    for (size_t j = 0; j < std::min(read[i].size(), truth[i].size()); ++j) r.correct_characters += read[i][j] == truth[i][j];
+    for (size_t j = 0; j < std::min(read[i].size(), truth[i].size()); ++j)
+      r.correct_characters += read[i][j] == truth[i][j];
   }
   for (size_t i = 0; i < truth.size(); ++i) {
     if (read[i] == truth[i]) {

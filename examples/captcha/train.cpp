@@ -275,7 +275,8 @@ EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
   r.characters = static_cast<int64_t>(t[4]);
   r.loss = r.count ? t[0] / static_cast<double>(r.count) : 0;
   r.sequence_accuracy = r.count ? static_cast<double>(r.correct) / static_cast<double>(r.count) : 0;
-  r.character_accuracy = r.characters ? static_cast<double>(r.correct_characters) / static_cast<double>(r.characters) : 1;
+  r.character_accuracy =
+      r.characters ? static_cast<double>(r.correct_characters) / static_cast<double>(r.characters) : 1;
   return r;
 }
 
@@ -338,7 +339,8 @@ int run_train(const TrainArgs& a) {
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
   std::unique_ptr<dist::DataParallel> dp;
   if (job) {
-    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator);
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
     std::printf("captcha: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
                 dp->describe_buckets().c_str());
   }
@@ -350,7 +352,8 @@ int run_train(const TrainArgs& a) {
   val_options.batch_size = eval_batch_size(device);
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
-  if (!a.metrics.empty() && root) metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
+  if (!a.metrics.empty() && root)
+    metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
 
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,

@@ -55,7 +55,9 @@ int run_bench(const BenchArgs& a) {
   model->to(device);  // before building the optimizer (nn/module.h)
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
-  if (job) dp = std::make_unique<dist::DataParallel>(*model, *job->communicator);
+  if (job)
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
   AdamOptions adam_options;
   adam_options.lr = kLearningRate;
   Adam optimizer(model->parameters(), adam_options);

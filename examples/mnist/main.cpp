@@ -175,7 +175,9 @@ int train(const TrainFlags& f) {
   model->to(device);  // before building the optimizer (nn/module.h)
   std::unique_ptr<dist::DataParallel> dp;
   if (job) {
-    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator);  // rank 0's weights everywhere
+    // Rank 0's weights go to every rank; MINIDL_DIST_BUCKET_MB and MINIDL_DIST_OVERLAP may change the buckets.
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
     std::printf("mnist: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
                 dp->describe_buckets().c_str());
     const Range part = shard_range(test_set->size(), job->rank, job->world_size);  // this rank's test images
