@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# scripts/dist-h200.sh — the GPU side of minidl::dist (docs/distributed.md), for one device call on an
+# H200 host: the nccl backend with a real NCCL communicator of one rank, what --distributed costs on one
+# GPU, the per-GPU-batch step times and (with several GPUs and PyTorch) NCCL's all-reduce bandwidth that
+# the scaling model needs, then the model's table. Logs go to $OUT/<step>.log, a summary to $OUT/summary.log.
+#
+#   BUILD=build-h200 DATA=data/mnist bash scripts/dist-h200.sh [STEP...]
+# steps (default: all): info tests overhead batches allreduce model. REPEATS (3): alternated bench runs.
+#
+# The build: a host without Open MPI cannot start binaries linked with libmpi, so build them without MPI
+# (the nccl backend needs no MPI for one rank; NCCL itself is loaded at run time):
+#   cmake -S . -B build-h200 -DMINIDL_WITH_MPI=OFF && cmake --build build-h200 -j
+# NCCL: $MINIDL_NCCL_LIBRARY when set; otherwise libnccl.so.2 is looked for where the loader finds it, in
+# /usr/local/cuda/lib64 and in Python's nvidia-nccl-cu* wheels (site-packages/nvidia/nccl/lib).
+set -u
+bin=${BUILD:-build-h200}/bin
+out=${OUT:-/tmp/minidl-dist-h200}
+mkdir -p "$out"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-16}
+repeats=${REPEATS:-3}
+
+run() {  # run NAME SECONDS COMMAND...
+  local name=$1 limit=$2
+  shift 2
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "step $name: exit $rc after $((SECONDS - start))s" | tee -a "$out/summary.log"
+  tail -n 3 "$out/$name.log"
+  return $rc
+}
+
+# libnccl.so.2 for the nccl backend's dlopen.
+if [ -z "${MINIDL_NCCL_LIBRARY:-}" ] && ! "$bin/minidl" info 2>/dev/null | grep -q "nccl backend .*yes.*loaded at run time: [0-9]"; then
+  candidates=(/usr/local/cuda/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2)
+  if command -v python3 >/dev/null 2>&1; then
+    for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+      candidates+=("$site/nvidia/nccl/lib/libnccl.so.2")
+    done
+  fi
+  for c in "${candidates[@]}"; do
+    if [ -e "$c" ]; then export MINIDL_NCCL_LIBRARY=$c; break; fi
+  done
+fi
+echo "MINIDL_NCCL_LIBRARY=${MINIDL_NCCL_LIBRARY:-(not set: the dynamic loader searches)}" | tee -a "$out/summary.log"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
+echo "GPUs: $gpus" | tee -a "$out/summary.log"
+
+# The mean ms/step of JSON lines FILE whose world_size is W (0: plain), median over the repeats.
+median_mean_ms() {
+  python3 - "$1" "$2" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ms = [r["mean_ms"] for r in rows if r.get("world_size", 0) == int(sys.argv[2])]
+print(f"{statistics.median(ms):.4f}" if ms else "nan")
+EOF
+}
+
+overhead() {  # overhead MODEL BATCH STEPS: plain and --distributed (one rank, NCCL), alternated
+  local model=$1 batch=$2 steps=$3 json=$out/overhead_$1.jsonl
+  rm -f "$json"
+  for i in $(seq "$repeats"); do
+    run "overhead_${model}_plain_$i" 120 "$bin/$model" bench --device cuda --batch "$batch" --steps "$steps" \
+      --warmup 50 --json "$json"
+    run "overhead_${model}_dist_$i" 120 "$bin/$model" bench --device cuda --batch "$batch" --steps "$steps" \
+      --warmup 50 --json "$json" --distributed
+  done
+  local plain dist
+  plain=$(median_mean_ms "$json" 0)
+  dist=$(median_mean_ms "$json" 1)
+  python3 -c "p, d = float('$plain'), float('$dist'); print(f'overhead $model batch $batch: plain {p:.4f} ms/step, --distributed (nccl, 1 rank) {d:.4f} ms/step: {100 * (d - p) / p:+.2f}% (median of $repeats runs each)')" |
+    tee -a "$out/summary.log"
+}
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(info tests overhead batches allreduce model)
+for s in "${steps[@]}"; do
+  case $s in
+    info) run info 30 "$bin/minidl" info ;;
+    tests)
+      run tests_dist 120 "$bin/minidl_tests" "[dist]"
+      run tests_nccl 180 "$bin/minidl_tests" "nccl: a real communicator of one rank*" ;;
+    overhead)
+      overhead mnist 64 300
+      overhead captcha 128 60
+      run train_mnist_plain 120 "$bin/mnist" train --device cuda --epochs 1 --data "${DATA:-data/mnist}" \
+        --metrics "$out/train_plain.jsonl"
+      run train_mnist_dist 120 "$bin/mnist" train --device cuda --epochs 1 --data "${DATA:-data/mnist}" --distributed \
+        --metrics "$out/train_dist.jsonl" ;;
+    batches)  # T_c(b): the plain step at the per-GPU batches of 1, 2, 4 and 8 GPUs
+      rm -f "$out/batches.jsonl"
+      for b in 64 32 16 8; do run "batch_mnist_$b" 60 "$bin/mnist" bench --device cuda --batch $b --steps 300 --json "$out/batches.jsonl"; done
+      for b in 128 64 32 16; do run "batch_captcha_$b" 90 "$bin/captcha" bench --device cuda --batch $b --steps 60 --json "$out/batches.jsonl"; done ;;
+    allreduce)  # needs several GPUs (nvidia-h200-x2/x4/x8) and PyTorch
+      if [ "$gpus" -lt 2 ] || ! python3 -c "import torch" 2>/dev/null; then
+        echo "step allreduce: skipped ($gpus GPU(s); it needs 2 or more, and PyTorch)" | tee -a "$out/summary.log"
+        continue
+      fi
+      rm -f "$out/allreduce.jsonl"
+      for n in 2 4 8; do
+        [ "$n" -le "$gpus" ] || break
+        run "allreduce_$n" 180 torchrun --standalone --nproc_per_node=$n scripts/allreduce_bw.py --json "$out/allreduce.jsonl"
+      done ;;
+    model)
+      args=()
+      for m in mnist captcha; do
+        o=$(python3 - "$out/overhead_$m.jsonl" <<'EOF' 2>/dev/null
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+p = statistics.median(r["mean_ms"] for r in rows if r["world_size"] == 0)
+d = statistics.median(r["mean_ms"] for r in rows if r["world_size"] == 1)
+print(max(0.0, (d - p) / p))
+EOF
+)
+        [ -n "$o" ] && args+=(--overhead "$m=$o")
+      done
+      [ -s "$out/allreduce.jsonl" ] && args+=(--allreduce "$out/allreduce.jsonl")
+      [ -s "$out/batches.jsonl" ] && args+=(--bench "$out/batches.jsonl")
+      run model 30 python3 scripts/scaling_model.py "${args[@]}"
+      cat "$out/model.log" ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
+cat "$out/summary.log"
