@@ -422,10 +422,12 @@ TEST_CASE("nccl: a real communicator of one rank: collectives and training ident
   comm->barrier();
   CHECK_THROWS_WITH(comm->all_reduce(ones({1})), Catch::Contains("cuda:0"));
 
-  // The same training with and without the communicator; not compared bit for bit, because cuDNN may
-  // pick algorithms whose sums are ordered differently from run to run.
+  // The same training with and without the communicator. Not compared bit for bit: cuDNN's algorithm
+  // search may pick kernels that order their sums differently in the two runs, and Adam turns such
+  // differences in near-zero gradients into differences of up to lr per step. A bucket laid out or
+  // assigned wrongly moves weights by far more than the tolerance.
   const TrainResult plain = train_small_cnn(gpu, nullptr);
   const TrainResult dp = train_small_cnn(gpu, comm.get());
-  check_same_training(dp, plain, 1e-4, 1e-5);
+  check_same_training(dp, plain, 1e-3, 1e-4);
   CHECK(dp.started_in_backward == dp.buckets);
 }
