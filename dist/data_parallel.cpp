@@ -127,9 +127,11 @@ void DataParallel::on_gradient_ready(size_t k) {
   ready_[k] = true;
   --b.waiting;
   if (options_.overlap) start_complete_buckets();
-  // Let a non-blocking MPI collective make progress while backward runs (NCCL needs no help).
-  for (size_t i = 0; i < next_bucket_; ++i)
-    if (buckets_[i].work) buckets_[i].work->test();
+  // Let a non-blocking MPI collective make progress while backward runs (Open MPI advances one only
+  // inside MPI calls). NCCL needs no help, and a query per hook would only cost host time.
+  if (comm_.backend() == Backend::mpi)
+    for (size_t i = 0; i < next_bucket_; ++i)
+      if (buckets_[i].work) buckets_[i].work->test();
 }
 
 void DataParallel::start_complete_buckets() {
