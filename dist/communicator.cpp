@@ -53,7 +53,7 @@ std::string info_report() {
   os << "  mpi backend       no: " << mpi_library_description() << "\n";
 #endif
 #ifdef MINIDL_WITH_NCCL
-  os << "  nccl backend      yes, NCCL loaded at run time: " << nccl_library_description() << "\n";
+  os << "  nccl backend      yes (NCCL is loaded at run time): NCCL " << nccl_library_description() << "\n";
 #else
   os << "  nccl backend      no: " << nccl_library_description() << "\n";
 #endif

@@ -32,7 +32,7 @@ Loaded load() {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = dlerror();
-    out.error = str_cat(path, ": ", why ? why : "dlopen failed",
+    out.error = str_cat(why ? why : path + ": dlopen failed",  // dlerror's text starts with the path
                         configured ? "" : "; set MINIDL_NCCL_LIBRARY to its path, or add its directory to "
                                           "LD_LIBRARY_PATH (pip's nvidia-nccl-cu* puts it in "
                                           "site-packages/nvidia/nccl/lib)");

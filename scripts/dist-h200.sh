@@ -31,7 +31,7 @@ run() {  # run NAME SECONDS COMMAND...
 }
 
 # libnccl.so.2 for the nccl backend's dlopen.
-if [ -z "${MINIDL_NCCL_LIBRARY:-}" ] && ! "$bin/minidl" info 2>/dev/null | grep -q "nccl backend .*yes.*loaded at run time: [0-9]"; then
+if [ -z "${MINIDL_NCCL_LIBRARY:-}" ] && ! "$bin/minidl" info 2>/dev/null | grep -q "nccl backend .*: NCCL [0-9]"; then
   candidates=(/usr/local/cuda/lib64/libnccl.so.2 /usr/lib/x86_64-linux-gnu/libnccl.so.2)
   if command -v python3 >/dev/null 2>&1; then
     for site in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
