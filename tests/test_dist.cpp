@@ -245,7 +245,7 @@ TEST_CASE("DataLoader shards: the parts of every batch are the unsharded batch, 
   }
 }
 
-TEST_CASE("DatasetSlice: samples [begin, end) renumbered from 0", "[dist]") {
+TEST_CASE("DatasetSlice: the samples from begin to end, renumbered from 0", "[dist]") {
   std::vector<double> y{10, 11, 12, 13, 14};
   auto data = std::make_shared<TensorDataset>(from_vector(y, {5, 1}), from_vector(y, {5}, DType::int64));
   DatasetSlice slice(data, 1, 4);
@@ -394,7 +394,7 @@ TEST_CASE("mpi: DataParallel averages buffers and sums metrics over the ranks", 
 
 // ================================================================== [cuda]: NCCL, one rank
 
-TEST_CASE("nccl: a real communicator of one rank: collectives and training identical to plain", "[cuda]") {
+TEST_CASE("nccl: a real communicator of one rank: collectives, and training like plain training", "[cuda]") {
   const std::string why = cuda_unavailable_reason();
   if (!why.empty()) {
     WARN("GPU test skipped: " << why);
