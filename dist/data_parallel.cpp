@@ -76,7 +76,7 @@ DataParallel::DataParallel(Module& model, Communicator& communicator, const Data
 
 DataParallel::~DataParallel() {
   clear_random_shard();
-  // Collectives still in flight finish before their buckets go (no rank waits for this one otherwise).
+  // Collectives still in flight (a step left by an exception) must finish before their buckets are freed.
   for (Bucket& b : buckets_)
     if (b.work) {
       try {
