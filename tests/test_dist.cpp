@@ -8,8 +8,8 @@
 //         every dtype, broadcast, barrier, the async sum, the job-wide error, and the central claim:
 //         W processes train a small CNN (with dropout, a last batch split unevenly) through the same
 //         losses and weights as one process with the same global batch and seed, to float tolerance.
-// [cuda]  the nccl backend with a real NCCL communicator of one rank (one GPU, no MPI needed): the same
-//         collective checks, and DataParallel over NCCL training like plain training.
+// [cuda]  the nccl backend with a real NCCL communicator (one rank in a plain run, no MPI needed): the
+//         same collective checks as mpi, and DataParallel over NCCL training like plain training.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <algorithm>
@@ -308,11 +308,14 @@ TEST_CASE("DataParallel: bucket layout and overlap switch", "[dist]") {
   CHECK_THROWS_WITH(one_bucket.begin_step(3, 4), Catch::Contains("its part is 4"));
 }
 
-// ================================================================== [mpi]: several processes
+// ================================================================== collectives, for every backend
 
-TEST_CASE("mpi: all_reduce sums every dtype in place, contiguous or not", "[mpi]") {
-  auto comm = dist::make_communicator(dist::Backend::mpi, Device::cpu());
-  const int r = comm->rank(), w = comm->world_size();
+namespace {
+
+// The checks every backend passes, for any number of ranks; tensors on the communicator's device.
+void check_all_reduce(dist::Communicator& comm) {
+  const int r = comm.rank(), w = comm.world_size();
+  const Device d = comm.device();
   const double rank_sum = w * (w - 1) / 2.0;  // 0 + 1 + ... + (w-1)
   for (DType t : {DType::float32, DType::float64, DType::int32, DType::int64}) {
     INFO(dtype_name(t));
@@ -322,34 +325,65 @@ TEST_CASE("mpi: all_reduce sums every dtype in place, contiguous or not", "[mpi]
       mine[i] = i + 1000.0 * r;
       expected[i] = w * i + 1000.0 * rank_sum;
     }
-    const Tensor x = from_vector(mine, {12}, t);
-    comm->all_reduce(x);
+    const Tensor x = from_vector(mine, {12}, TensorOptions(t, d));
+    comm.all_reduce(x);
     CHECK(compare(x, from_vector(expected, {12}, t), 0, 0) == "");
   }
   // A transposed view is reduced through a contiguous copy and written back in place.
-  const Tensor base = add_scalar(arange(6, DType::float64), r).reshape({2, 3});
+  const Tensor base = add_scalar(arange(6, TensorOptions(DType::float64, d)), r).reshape({2, 3});
   const Tensor view = base.transpose(0, 1);
-  comm->all_reduce(view);
+  comm.all_reduce(view);
   std::vector<double> expected(6);
   for (int i = 0; i < 6; ++i) expected[i] = w * i + rank_sum;
   CHECK(compare(base, from_vector(expected, {2, 3}, DType::float64), 0, 0) == "");
 }
 
-TEST_CASE("mpi: broadcast, barrier, and overlapping async sums", "[mpi]") {
-  auto comm = dist::make_communicator(dist::Backend::mpi, Device::cpu());
-  const int r = comm->rank(), w = comm->world_size(), root = w - 1;
-  const Tensor x = full({5}, 10.0 + r, DType::int64);
-  comm->broadcast(x, root);
+void check_broadcast_barrier_async(dist::Communicator& comm) {
+  const int r = comm.rank(), w = comm.world_size(), root = w - 1;
+  const Device d = comm.device();
+  const Tensor x = full({5}, 10.0 + r, TensorOptions(DType::int64, d));
+  comm.broadcast(x, root);
   CHECK(x.to_vector<int64_t>() == std::vector<int64_t>(5, 10 + root));
-  comm->barrier();
-  const Tensor a = full({1000}, 1.0 + r), b = full({3}, 2.0, DType::float64);
-  auto wa = comm->all_reduce_async(a);
-  auto wb = comm->all_reduce_async(b);  // two in flight at once
+  comm.barrier();
+  const Tensor a = full({1 << 20}, 1.0 + r, TensorOptions(DType::float32, d));
+  const Tensor b = full({3}, 2.0, TensorOptions(DType::float64, d));
+  auto wa = comm.all_reduce_async(a);
+  auto wb = comm.all_reduce_async(b);  // two in flight at once
   wb->wait();
   wa->wait();
-  CHECK(wa->test());
-  CHECK(a.to_vector<float>() == std::vector<float>(1000, static_cast<float>(w + w * (w - 1) / 2)));
+  CHECK(a.to_vector<float>() == std::vector<float>(1 << 20, static_cast<float>(w + w * (w - 1) / 2)));
   CHECK(b.to_vector<double>() == std::vector<double>(3, 2.0 * w));
+  CHECK(wa->test());
+}
+
+void check_buffers_and_sums(dist::Communicator& comm) {
+  const int r = comm.rank(), w = comm.world_size();
+  manual_seed(2);
+  Sequential model(Conv2d(1, 2, 3), BatchNorm2d(2));
+  model.to(comm.device());
+  dist::DataParallel dp(model, comm);
+  NamedTensors buffers = model.named_buffers();
+  REQUIRE(!buffers.empty());
+  for (auto& [name, t] : buffers)
+    if (is_floating(t.dtype())) fill_(t, static_cast<double>(r));
+  dp.average_buffers();
+  for (auto& [name, t] : buffers)
+    if (is_floating(t.dtype())) CHECK(t.to_vector<double>() == std::vector<double>(t.numel(), (w - 1) / 2.0));
+  CHECK(dp.sum({1.0, static_cast<double>(r)}) == std::vector<double>{static_cast<double>(w), w * (w - 1) / 2.0});
+}
+
+}  // namespace
+
+// ================================================================== [mpi]: several processes
+
+TEST_CASE("mpi: all_reduce sums every dtype in place, contiguous or not", "[mpi]") {
+  auto comm = dist::make_communicator(dist::Backend::mpi, Device::cpu());
+  check_all_reduce(*comm);
+}
+
+TEST_CASE("mpi: broadcast, barrier, and overlapping async sums", "[mpi]") {
+  auto comm = dist::make_communicator(dist::Backend::mpi, Device::cpu());
+  check_broadcast_barrier_async(*comm);
 }
 
 TEST_CASE("mpi: a problem on one rank stops every rank with the same JobError", "[mpi]") {
@@ -378,54 +412,32 @@ TEST_CASE("mpi: W processes train like one process with the same global batch an
 
 TEST_CASE("mpi: DataParallel averages buffers and sums metrics over the ranks", "[mpi]") {
   auto comm = dist::make_communicator(dist::Backend::mpi, Device::cpu());
-  const int r = comm->rank(), w = comm->world_size();
-  manual_seed(2);
-  Sequential model(Conv2d(1, 2, 3), BatchNorm2d(2));
-  dist::DataParallel dp(model, *comm);
-  NamedTensors buffers = model.named_buffers();
-  REQUIRE(!buffers.empty());
-  for (auto& [name, t] : buffers)
-    if (is_floating(t.dtype())) fill_(t, static_cast<double>(r));
-  dp.average_buffers();
-  for (auto& [name, t] : buffers)
-    if (is_floating(t.dtype())) CHECK(t.to_vector<double>() == std::vector<double>(t.numel(), (w - 1) / 2.0));
-  CHECK(dp.sum({1.0, static_cast<double>(r)}) == std::vector<double>{static_cast<double>(w), w * (w - 1) / 2.0});
+  check_buffers_and_sums(*comm);
 }
 
-// ================================================================== [cuda]: NCCL, one rank
+// ================================================================== [cuda]: NCCL
 
-TEST_CASE("nccl: a real communicator of one rank: collectives, and training like plain training", "[cuda]") {
+// One rank in a plain run (a real NCCL communicator, no MPI needed); under mpirun on a host with a GPU
+// per process, every rank of the job (each on the GPU of its local rank).
+TEST_CASE("nccl: a real communicator: the collective checks, and training like one process", "[cuda]") {
   const std::string why = cuda_unavailable_reason();
   if (!why.empty()) {
     WARN("GPU test skipped: " << why);
     return;
   }
+  const Device gpu = Device::cuda(dist::process_info().local_rank);
   // With a GPU, NCCL must load: a failure here is a failure (`minidl info` says where it looked).
-  auto comm = dist::make_communicator(dist::Backend::nccl, Device::cuda(0));
+  auto comm = dist::make_communicator(dist::Backend::nccl, gpu);
   REQUIRE(comm->world_size() == dist::process_info().world_size);
-  if (comm->world_size() != 1) return;  // this case is about one rank
-  const Device gpu = Device::cuda(0);
-  for (DType t : {DType::float32, DType::float64, DType::int32, DType::int64}) {
-    INFO(dtype_name(t));
-    const Tensor x = arange(7, TensorOptions(t, gpu));
-    comm->all_reduce(x);
-    comm->broadcast(x, 0);
-    CHECK(compare(x, arange(7, t), 0, 0) == "");
-  }
-  const Tensor view = arange(6, TensorOptions(DType::float32, gpu)).reshape({2, 3}).transpose(0, 1);
-  comm->all_reduce(view);
-  CHECK(compare(view, arange(6, DType::float32).reshape({2, 3}).transpose(0, 1), 0, 0) == "");
-  const Tensor a = full({1 << 20}, 3.0, TensorOptions(DType::float32, gpu));
-  auto work = comm->all_reduce_async(a);
-  work->wait();
-  CHECK(compare(a, full({1 << 20}, 3.0), 0, 0) == "");
-  comm->barrier();
-  CHECK_THROWS_WITH(comm->all_reduce(ones({1})), Catch::Contains("cuda:0"));
+  check_all_reduce(*comm);
+  check_broadcast_barrier_async(*comm);
+  check_buffers_and_sums(*comm);
+  CHECK_THROWS_WITH(comm->all_reduce(ones({1})), Catch::Contains(gpu.str()));
 
-  // The same training with and without the communicator. Not compared bit for bit: cuDNN's algorithm
-  // search may pick kernels that order their sums differently in the two runs, and Adam turns such
-  // differences in near-zero gradients into differences of up to lr per step. A bucket laid out or
-  // assigned wrongly moves weights by far more than the tolerance.
+  // The same training with and without the communicator. Not compared bit for bit even with one rank:
+  // cuDNN's algorithm search may pick kernels that order their sums differently in the two runs, and
+  // Adam turns such differences in near-zero gradients into differences of up to lr per step. A bucket
+  // laid out or assigned wrongly moves weights by far more than the tolerance.
   const TrainResult plain = train_small_cnn(gpu, nullptr);
   const TrainResult dp = train_small_cnn(gpu, comm.get());
   check_same_training(dp, plain, 1e-3, 1e-4);
