@@ -65,10 +65,18 @@ overhead() {  # overhead MODEL BATCH STEPS: plain and --distributed (one rank, N
     run "overhead_${model}_dist_$i" 120 "$bin/$model" bench --device cuda --batch "$batch" --steps "$steps" \
       --warmup 50 --json "$json" --distributed
   done
-  local plain dist
+  local plain dist one
   plain=$(median_mean_ms "$json" 0)
   dist=$(median_mean_ms "$json" 1)
   python3 -c "p, d = float('$plain'), float('$dist'); print(f'overhead $model batch $batch: plain {p:.4f} ms/step, --distributed (nccl, 1 rank) {d:.4f} ms/step: {100 * (d - p) / p:+.2f}% (median of $repeats runs each)')" |
+    tee -a "$out/summary.log"
+  # The same with every gradient in one bucket: how much of the cost is per bucket.
+  for i in $(seq "$repeats"); do
+    MINIDL_DIST_BUCKET_MB=64 run "overhead_${model}_dist_one_bucket_$i" 120 "$bin/$model" bench --device cuda \
+      --batch "$batch" --steps "$steps" --warmup 50 --json "$out/overhead_${model}_one_bucket.jsonl" --distributed
+  done
+  one=$(median_mean_ms "$out/overhead_${model}_one_bucket.jsonl" 1)
+  python3 -c "p, d = float('$plain'), float('$one'); print(f'overhead $model batch $batch, one bucket (MINIDL_DIST_BUCKET_MB=64): {d:.4f} ms/step: {100 * (d - p) / p:+.2f}%')" |
     tee -a "$out/summary.log"
 }
 
