@@ -58,7 +58,7 @@ EOF
 
 overhead() {  # overhead MODEL BATCH STEPS: plain and --distributed (one rank, NCCL), alternated
   local model=$1 batch=$2 steps=$3 json=$out/overhead_$1.jsonl
-  rm -f "$json"
+  rm -f "$json" "$out/overhead_${model}_one_bucket.jsonl"
   for i in $(seq "$repeats"); do
     run "overhead_${model}_plain_$i" 120 "$bin/$model" bench --device cuda --batch "$batch" --steps "$steps" \
       --warmup 50 --json "$json"
