@@ -46,38 +46,41 @@ echo "MINIDL_NCCL_LIBRARY=${MINIDL_NCCL_LIBRARY:-(not set: the dynamic loader se
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU")
 echo "GPUs: $gpus" | tee -a "$out/summary.log"
 
-# The mean ms/step of JSON lines FILE whose world_size is W (0: plain), median over the repeats.
-median_mean_ms() {
-  python3 - "$1" "$2" <<'EOF'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-ms = [r["mean_ms"] for r in rows if r.get("world_size", 0) == int(sys.argv[2])]
-print(f"{statistics.median(ms):.4f}" if ms else "nan")
-EOF
+# bench NAME SECONDS FILE COMMAND...: runs a bench command with --json NAME.json (which the bench writes
+# afresh) and appends that line to the JSON-lines FILE.
+bench() {
+  local name=$1 limit=$2 file=$3
+  shift 3
+  run "$name" "$limit" "$@" --json "$out/$name.json" && cat "$out/$name.json" >>"$file"
 }
 
 overhead() {  # overhead MODEL BATCH STEPS: plain and --distributed (one rank, NCCL), alternated
-  local model=$1 batch=$2 steps=$3 json=$out/overhead_$1.jsonl
-  rm -f "$json" "$out/overhead_${model}_one_bucket.jsonl"
+  local model=$1 batch=$2 steps=$3 json=$out/overhead_$1.jsonl one_json=$out/overhead_$1_one_bucket.jsonl
+  local common=(bench --device cuda --batch "$batch" --steps "$steps" --warmup 50)
+  rm -f "$json" "$one_json"
   for i in $(seq "$repeats"); do
-    run "overhead_${model}_plain_$i" 120 "$bin/$model" bench --device cuda --batch "$batch" --steps "$steps" \
-      --warmup 50 --json "$json"
-    run "overhead_${model}_dist_$i" 120 "$bin/$model" bench --device cuda --batch "$batch" --steps "$steps" \
-      --warmup 50 --json "$json" --distributed
+    bench "overhead_${model}_plain_$i" 120 "$json" "$bin/$model" "${common[@]}"
+    bench "overhead_${model}_dist_$i" 120 "$json" "$bin/$model" "${common[@]}" --distributed
   done
-  local plain dist one
-  plain=$(median_mean_ms "$json" 0)
-  dist=$(median_mean_ms "$json" 1)
-  python3 -c "p, d = float('$plain'), float('$dist'); print(f'overhead $model batch $batch: plain {p:.4f} ms/step, --distributed (nccl, 1 rank) {d:.4f} ms/step: {100 * (d - p) / p:+.2f}% (median of $repeats runs each)')" |
-    tee -a "$out/summary.log"
   # The same with every gradient in one bucket: how much of the cost is per bucket.
   for i in $(seq "$repeats"); do
-    MINIDL_DIST_BUCKET_MB=64 run "overhead_${model}_dist_one_bucket_$i" 120 "$bin/$model" bench --device cuda \
-      --batch "$batch" --steps "$steps" --warmup 50 --json "$out/overhead_${model}_one_bucket.jsonl" --distributed
+    MINIDL_DIST_BUCKET_MB=64 bench "overhead_${model}_one_bucket_$i" 120 "$one_json" "$bin/$model" "${common[@]}" \
+      --distributed
   done
-  one=$(median_mean_ms "$out/overhead_${model}_one_bucket.jsonl" 1)
-  python3 -c "p, d = float('$plain'), float('$one'); print(f'overhead $model batch $batch, one bucket (MINIDL_DIST_BUCKET_MB=64): {d:.4f} ms/step: {100 * (d - p) / p:+.2f}%')" |
-    tee -a "$out/summary.log"
+  python3 - "$model" "$batch" "$json" "$one_json" "$repeats" <<'EOF' | tee -a "$out/summary.log"
+import json, statistics, sys
+model, batch, both, one, repeats = sys.argv[1:]
+def mean_ms(path, world):
+    try:
+        rows = [json.loads(l) for l in open(path) if l.strip()]
+    except OSError:
+        return float("nan")
+    ms = [r["mean_ms"] for r in rows if r.get("world_size", 0) == world]
+    return statistics.median(ms) if ms else float("nan")
+p, d, o = mean_ms(both, 0), mean_ms(both, 1), mean_ms(one, 1)
+print(f"overhead {model} batch {batch}: plain {p:.4f} ms/step, --distributed (nccl, 1 rank) {d:.4f} ms/step: "
+      f"{100 * (d - p) / p:+.2f}%; with one bucket {o:.4f} ms/step: {100 * (o - p) / p:+.2f}% (medians of {repeats})")
+EOF
 }
 
 steps=("$@")
@@ -97,8 +100,12 @@ for s in "${steps[@]}"; do
         --metrics "$out/train_dist.jsonl" ;;
     batches)  # T_c(b): the plain step at the per-GPU batches of 1, 2, 4 and 8 GPUs
       rm -f "$out/batches.jsonl"
-      for b in 64 32 16 8; do run "batch_mnist_$b" 60 "$bin/mnist" bench --device cuda --batch $b --steps 300 --json "$out/batches.jsonl"; done
-      for b in 128 64 32 16; do run "batch_captcha_$b" 90 "$bin/captcha" bench --device cuda --batch $b --steps 60 --json "$out/batches.jsonl"; done ;;
+      for b in 64 32 16 8; do
+        bench "batch_mnist_$b" 60 "$out/batches.jsonl" "$bin/mnist" bench --device cuda --batch $b --steps 300
+      done
+      for b in 128 64 32 16; do
+        bench "batch_captcha_$b" 90 "$out/batches.jsonl" "$bin/captcha" bench --device cuda --batch $b --steps 60
+      done ;;
     allreduce)  # needs several GPUs (nvidia-h200-x2/x4/x8) and PyTorch
       if [ "$gpus" -lt 2 ] || ! python3 -c "import torch" 2>/dev/null; then
         echo "step allreduce: skipped ($gpus GPU(s); it needs 2 or more, and PyTorch)" | tee -a "$out/summary.log"
