@@ -6,17 +6,21 @@
 //   - the choice of an algorithm by timing: cuDNN's convolution search (cudnnFind*) picks the fastest
 //     algorithm of the moment, which can differ between runs; deterministic mode picks by cuDNN's
 //     heuristics instead (the same choice for the same shapes, GPU and library);
-//   - kernels whose additions race: atomicAdd accumulation (cuda/reduce.cu gather.backward "direct"),
+//   - additions in a varying order: atomicAdd accumulation (cuda/reduce.cu gather.backward "direct"),
 //     cuDNN convolution algorithms that cuDNN reports as non-deterministic, cuDNN CTC's
-//     non-deterministic algorithm. In deterministic mode these kernels decline, and the dispatcher takes
-//     the next kernel, which is deterministic (docs/architecture.md, "Determinism").
-// The cost: cuDNN's heuristic choice is sometimes slower than the timed one, and the deterministic
-// scatter-add reads its index once per output element instead of once per input.
+//     non-deterministic algorithm. In deterministic mode the cuDNN kernels use only deterministic
+//     algorithms, and "direct" declines so the dispatcher takes "ordered" (docs/architecture.md,
+//     "Determinism").
+// Turning it on also sets CUBLAS_WORKSPACE_CONFIG=:4096:8 unless it is set (NVIDIA's setting for
+// reproducible cuBLAS across streams; read when a cuBLAS handle is created, so programs turn the mode on
+// before their first GPU op). cuBLAS itself is deterministic on one stream, which is all minidl uses.
+// The cost: cuDNN's heuristic choice is sometimes slower than the timed one, and the ordered scatter-add
+// reads k indices for each of its outputs instead of one per input.
 #pragma once
 
 namespace minidl {
 
-// Off by default.
+// Off by default. Programs: `--deterministic`.
 bool deterministic_algorithms();
 void set_deterministic_algorithms(bool on);
 

@@ -221,8 +221,8 @@ extern "C" void remove_pending_and_reraise(int sig) {
 // Marks `tmp` as the file to remove on a signal, for the lifetime of the object.
 class PendingTempFile {
  public:
+  // `tmp` fits (checked by the caller before creating the file, with fits()).
   explicit PendingTempFile(const std::string& tmp) {
-    MINIDL_CHECK(tmp.size() < sizeof g_pending_path, "checkpoint: the path '", tmp, "' is too long");
     std::memcpy(g_pending_path, tmp.c_str(), tmp.size() + 1);
     g_pending = 1;
     for (int i = 0; i < kNumCleanupSignals; ++i) {
@@ -242,6 +242,7 @@ class PendingTempFile {
       if (g_installed[i]) ::sigaction(kCleanupSignals[i], &g_previous[i], nullptr);
     g_pending = 0;
   }
+  static bool fits(const std::string& tmp) { return tmp.size() < sizeof g_pending_path; }
   PendingTempFile(const PendingTempFile&) = delete;
   PendingTempFile& operator=(const PendingTempFile&) = delete;
 };
@@ -256,6 +257,7 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes
 
   std::lock_guard<std::mutex> lock(g_save_mutex);
   std::string tmp = temp_template(target);
+  MINIDL_CHECK(PendingTempFile::fits(tmp), what, ": the path is too long");
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
   MINIDL_CHECK(fd >= 0, "checkpoint: cannot create a temporary file next to '", target, "': ", std::strerror(errno));
   PendingTempFile pending(tmp);

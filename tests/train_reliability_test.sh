@@ -64,6 +64,28 @@ make_mnist() {
   ' "$1" "$2" "$3" || fail "could not write the synthetic MNIST files"
 }
 
+# Copies checkpoint $1 to $2 with the first element of its first model tensor set to NaN and the CRC-32
+# recomputed (docs/checkpoint-format.md; gzip's trailer holds the CRC-32 of its input, little-endian).
+make_nan_checkpoint() {
+  perl -e '
+    my ($in, $out) = @ARGV;
+    open(my $f, "<:raw", $in) or die "$in: $!";
+    local $/;
+    my $b = <$f>;
+    close $f;
+    my $name = index($b, "model/");
+    die "no model tensor in $in" if $name < 0;
+    my $pos = $name + unpack("V", substr($b, $name - 4, 4));  # past the name
+    my $ndim = ord(substr($b, $pos + 1, 1));                  # after the dtype code
+    substr($b, $pos + 2 + 8 * $ndim + 8, 4) = pack("V", 0x7fc00000);
+    open(my $o, ">:raw", $out) or die "$out: $!";
+    print $o substr($b, 0, length($b) - 4);
+    close $o;
+  ' "$1" "$2.body" || fail "could not edit $1"
+  { cat "$2.body"; gzip -c "$2.body" | tail -c 8 | head -c 4; } >"$2"
+  rm -f "$2.body"
+}
+
 # A pid no process has: that of a shell that has exited.
 dead_pid() { sh -c 'echo $$'; }
 
@@ -118,6 +140,12 @@ mnist_nan)
   # A run that diverges in its first epoch saves nothing.
   "$mnist" "${train[@]}" --epochs 2 --lr 1e38 --schedule none --save "$dir/fresh.ckpt" >"$dir/fresh.log" 2>&1
   [ ! -e "$dir/fresh.ckpt" ] || fail "a run that diverged in its first epoch saved a model"
+  # A model file holding NaN (saved by an older minidl, say) is refused by eval and predict.
+  log="$dir/refused.log"
+  make_nan_checkpoint "$dir/good.ckpt" "$dir/nan.ckpt"
+  expect_refusal 1 "holds nan in '" "saved by a run that diverged" -- \
+    "$mnist" eval --model "$dir/nan.ckpt" --data "$data" --device cpu
+  expect_refusal 1 "holds nan in '" -- "$mnist" predict --model "$dir/nan.ckpt" --device cpu "$dir/any.png"
   echo "OK: the diverging run stopped with status 3 and left the saved model as it was"
   ;;
 
