@@ -42,6 +42,21 @@ bool has_backend(DeviceType type);
 // Throws a clear Error when `d` cannot be used (no backend in this build, no driver, index too large).
 void check_device_usable(const Device& d);
 
+// ---- environment variables with values to parse, checked up front so a typo fails before any work.
+
+// Parses a GPU memory limit: plain bytes ("4000000000"), with a binary suffix K/M/G/T ("512M", "4G",
+// "1.5G"; a trailing "B"/"iB" is accepted), or a percentage of `total_bytes` ("50%"). Throws an Error
+// naming MINIDL_CUDA_MEMORY_LIMIT and the text when it cannot. (The CUDA allocator's limit:
+// cuda/allocator.h; parsed here so a build without CUDA checks the variable too.)
+size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes);
+// Throws that Error when MINIDL_CUDA_MEMORY_LIMIT is set to something unparsable (whatever the device).
+void check_cuda_memory_limit_environment();
+// For reports (`minidl info`): "none set", "MINIDL_CUDA_MEMORY_LIMIT=4G", or "INVALID: <the error>".
+std::string describe_cuda_memory_limit_environment();
+// Checks every such variable: MINIDL_CUDA_MEMORY_LIMIT and MINIDL_CHECK_NUMERICS (core/numerics.h). The
+// programs call it before doing anything else.
+void check_environment();
+
 // The device a program's --device flag names ("auto", "cpu", "cuda", "cuda:N"). "auto" picks cuda:0 when a
 // GPU is usable and the CPU otherwise; the choice and its reason are printed as "<program>: device ...".
 Device choose_device(const std::string& flag, const std::string& program);

@@ -18,6 +18,8 @@
 //   - programs:    --kernel matmul=naive   (calls select_kernels_from_spec)
 // Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key the first time it runs;
 // MINIDL_LOG_DISPATCH=2 prints every call.
+// Numerics: MINIDL_CHECK_NUMERICS=1 checks every output of every call for NaN and infinity and names
+// the first kernel that produced one (core/numerics.h).
 // Profiling: MINIDL_PROFILE=1 times every kernel call on the host and prints a table at exit. CPU
 // kernels are timed exactly; on a GPU the launch is asynchronous, so MINIDL_PROFILE=1 also synchronises
 // the device after each call (slower, but the times are then the kernels' own).
@@ -30,6 +32,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/numerics.h"
 
 namespace minidl {
 
@@ -122,6 +125,7 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
     if (fn(args...)) {
       if (profiling) registry.note_time(*k, profile_clock(device) - start);
       registry.note_used(*k);
+      if (numerics_checking()) check_kernel_outputs<Fn>(*k, args...);  // MINIDL_CHECK_NUMERICS (core/numerics.h)
       return;
     }
     registry.note_declined(*k);

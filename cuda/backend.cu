@@ -39,46 +39,6 @@ std::string format_bytes(size_t bytes) {
 }
 }  // namespace cuda
 
-size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes) {
-  const std::string usage = str_cat("MINIDL_CUDA_MEMORY_LIMIT: cannot parse '", text,
-                                    "'; expected bytes (4000000000), a size with a suffix (512M, 4G, 1.5G) or "
-                                    "a percentage of the device memory (50%)");
-  size_t pos = 0;
-  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
-  const size_t start = pos;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
-  MINIDL_CHECK(pos > start, usage);
-  double number = 0;
-  try {
-    number = std::stod(text.substr(start, pos - start));
-  } catch (const std::exception&) {
-    throw Error(usage);
-  }
-  std::string suffix;
-  for (; pos < text.size(); ++pos)
-    if (!std::isspace(static_cast<unsigned char>(text[pos])))
-      suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos])));
-  double bytes = 0;
-  if (suffix == "%") {
-    MINIDL_CHECK(number <= 100.0, usage, " (a percentage above 100)");
-    bytes = number / 100.0 * static_cast<double>(total_bytes);
-  } else {
-    // Accept "G", "GB" and "GiB" alike, all binary (1G = 2^30 bytes).
-    if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix = suffix.substr(0, 1);
-    if (suffix.size() == 2 && suffix[1] == 'B') suffix = suffix.substr(0, 1);
-    double scale = 0;
-    if (suffix.empty() || suffix == "B") scale = 1;
-    else if (suffix == "K") scale = 1024.0;
-    else if (suffix == "M") scale = 1024.0 * 1024.0;
-    else if (suffix == "G") scale = 1024.0 * 1024.0 * 1024.0;
-    else if (suffix == "T") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
-    MINIDL_CHECK(scale != 0, usage);
-    bytes = number * scale;
-  }
-  MINIDL_CHECK(bytes >= 1.0 && bytes < 1.8e19, usage, " (out of range)");
-  return static_cast<size_t>(bytes);
-}
-
 namespace {
 
 constexpr size_t kSmallStep = 512;
@@ -155,12 +115,19 @@ bool within_limit(const DevicePool& p, size_t rounded) {
   return p.stats.limit == 0 || p.stats.in_use + p.stats.cached + rounded <= p.stats.limit;
 }
 
-[[noreturn]] void throw_out_of_memory(DevicePool& p, int device, size_t requested, size_t rounded,
+// `cached` is what the cache held when the request came (it has been released since, to retry).
+[[noreturn]] void throw_out_of_memory(DevicePool& p, int device, size_t requested, size_t rounded, size_t cached,
                                       const std::string& cause) {
-  size_t free_bytes = 0, total_bytes = 0;
+  OutOfMemoryInfo info;
+  info.device = str_cat("cuda:", device);
+  info.requested = requested;
+  info.in_use = p.stats.in_use;
+  info.cached = cached;
+  info.limit = p.stats.limit;
+  size_t total_bytes = 0;
   std::string device_memory;
-  if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
-    device_memory = str_cat("; the device has ", cuda::format_bytes(free_bytes), " free of ",
+  if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&info.device_free, &total_bytes) == cudaSuccess)
+    device_memory = str_cat("; the device has ", cuda::format_bytes(info.device_free), " free of ",
                             cuda::format_bytes(total_bytes));
   else
     cudaGetLastError();  // clear the error so later launch checks do not report it
@@ -169,11 +136,12 @@ bool within_limit(const DevicePool& p, size_t rounded) {
           ? std::string("no limit set")
           : str_cat("limit ", cuda::format_bytes(p.stats.limit), " (",
                     p.limit_source.empty() ? std::string("set_cuda_memory_limit") : p.limit_source, ")");
-  throw OutOfMemoryError(str_cat("cuda:", device, ": out of memory: cannot allocate ", cuda::format_bytes(requested),
+  throw OutOfMemoryError(str_cat(info.device, ": out of memory: cannot allocate ", cuda::format_bytes(requested),
                                  " (", requested, " bytes requested, ", rounded, " rounded); ", cause,
                                  ". In use by minidl: ", cuda::format_bytes(p.stats.in_use), ", cached: ",
-                                 cuda::format_bytes(p.stats.cached), ", ", limit, device_memory,
-                                 ". Try a smaller batch size, or raise MINIDL_CUDA_MEMORY_LIMIT."));
+                                 cuda::format_bytes(cached), " (released to retry), ", limit, device_memory,
+                                 ". Try a smaller batch size, or raise MINIDL_CUDA_MEMORY_LIMIT."),
+                         info);
 }
 
 class CudaBackend final : public DeviceBackend {
@@ -186,6 +154,7 @@ class CudaBackend final : public DeviceBackend {
     if (void* ptr = take_cached(p, rounded)) return ptr;
 
     // A new block. Over the limit, or refused by the driver: release the cache and try once more.
+    const size_t cached_before = p.stats.cached;
     std::string cause;
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (attempt == 1) release_cached(p, device);
@@ -208,7 +177,7 @@ class CudaBackend final : public DeviceBackend {
         cuda::throw_cuda_error("CUDA", "cudaMalloc", __FILE__, __LINE__, cudaGetErrorString(err));
       cause = str_cat("cudaMalloc failed: ", cudaGetErrorString(err));
     }
-    throw_out_of_memory(p, device, nbytes, rounded, cause);
+    throw_out_of_memory(p, device, nbytes, rounded, cached_before, cause);
   }
 
   // Called from Storage's destructor: must not throw.

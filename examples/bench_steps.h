@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "nn/metrics.h"
 
@@ -119,6 +120,7 @@ struct BenchFlags {
   int64_t batch = 0;
   int warmup = 20, steps = 100;
   uint64_t seed = 1;
+  bool deterministic = false;
   std::vector<std::string> kernels;
 };
 
@@ -134,6 +136,8 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--kernel", f.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--seed", f.seed, "seed of initialisation, dropout and the batch")->capture_default_str();
   cmd->add_option("--json", f.json, "write the settings and times as one JSON object to FILE");
+  cmd->add_flag("--deterministic", f.deterministic,
+                "only deterministic algorithms on a GPU, as `train --deterministic` (to measure what it costs)");
 }
 
 // What one bench run measured, for report().
@@ -155,8 +159,8 @@ inline void report(const BenchRun& r, const std::string& json_path) {
   const double peak = peak_memory_bytes(r.device);
   const StepTimes& t = r.times;
   const double images_per_second = 1000.0 * static_cast<double>(r.batch) / t.mean_ms;
-  std::printf("device %s, batch %lld, %s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
-              precision_text(r.device).c_str());
+  std::printf("device %s, batch %lld, %s%s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
+              precision_text(r.device).c_str(), minidl::deterministic_algorithms() ? ", deterministic algorithms" : "");
   std::printf("kernels: %s\n", kernels_line(kernels).c_str());
   if (peak >= 0) std::printf("peak GPU memory in use: %.1f MiB\n", peak / (1024.0 * 1024.0));
   std::printf("last loss %.4f\n", r.last_loss);
@@ -171,6 +175,7 @@ inline void report(const BenchRun& r, const std::string& json_path) {
                          {"warmup", r.warmup},
                          {"steps", t.steps},
                          {"tf32", r.device.is_cuda() && tf32_requested()},
+                         {"deterministic", minidl::deterministic_algorithms()},
                          {"mean_ms", t.mean_ms},
                          {"median_ms", t.median_ms},
                          {"min_ms", t.min_ms},

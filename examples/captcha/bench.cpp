@@ -40,6 +40,7 @@ const std::vector<std::string> kReportedKeys = {
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
+  set_deterministic_algorithms(a.deterministic);
   const Device device = choose_device(a.device);
   ModelConfig config;
   config.gru_path = parse_gru_path(a.gru);

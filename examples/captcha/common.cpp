@@ -8,6 +8,7 @@
 
 #include "core/autograd.h"
 #include "core/backend.h"
+#include "core/numerics.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
@@ -110,6 +111,12 @@ LoadedModel load_model(const std::string& path, Device device) {
   c.classes = static_cast<int64_t>(out.charset.size()) + 1;
   out.model = std::make_shared<CaptchaModel>(c);
   load_checkpoint(path, *out.model);
+  // A model holding NaN or infinity reads nonsense: refuse it.
+  for (const auto& [name, tensor] : out.model->state_dict()) {
+    const NonFinite bad = first_non_finite(tensor);
+    MINIDL_CHECK(!bad.found(), "'", path, "' holds ", number_str(bad.value), " in '", name, "' at ",
+                 index_str(tensor.shape(), bad.index), ": it was saved by a run that diverged; train again");
+  }
   out.model->to(device);
   out.model->eval();
   return out;

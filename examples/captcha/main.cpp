@@ -7,13 +7,16 @@
 //   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
 //   captcha bench [--device D] [--batch N] ...      examples/captcha/bench.cpp (training-step timing)
 // The model is in examples/captcha/model.h. Errors print "captcha: <message>" and exit with status 1
-// (2 for bad flags).
+// (2 for bad flags, 3 when training diverged: examples/train_guard.h).
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
+#include "core/numerics.h"
 #include "examples/captcha/common.h"
+#include "examples/train_guard.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU + CTC model."};
@@ -29,8 +32,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    minidl::check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
+  } catch (const minidl::NonFiniteError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "captcha: %s\n", e.what());
+    return examples::kExitNonFinite;
   } catch (const std::exception& e) {
     std::fflush(stdout);
     // The generator's own errors already start with "captcha: ".

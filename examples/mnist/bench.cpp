@@ -43,6 +43,7 @@ const std::vector<std::string> kReportedKeys = {"conv2d",       "conv2d.backward
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
+  set_deterministic_algorithms(a.deterministic);
   const Device device = choose_device(a.device, "mnist");
   manual_seed(a.seed);
   std::shared_ptr<Sequential> model = make_model();
