@@ -29,3 +29,6 @@ MINIDL_KERNEL_FILE(register_ctc_naive_cpu)           // cpu/ctc_naive.cpp
 MINIDL_KERNEL_FILE(register_gru_naive_cpu)           // cpu/gru_naive.cpp
 MINIDL_KERNEL_FILE(register_gru_fast_cpu)            // cpu/gru_fast.cpp
 MINIDL_KERNEL_FILE(register_gru_sequence_naive_cpu)  // cpu/gru_sequence_naive.cpp
+MINIDL_KERNEL_FILE(register_lstm_naive_cpu)          // cpu/lstm_naive.cpp
+MINIDL_KERNEL_FILE(register_lstm_fast_cpu)           // cpu/lstm_fast.cpp
+MINIDL_KERNEL_FILE(register_lstm_sequence_naive_cpu) // cpu/lstm_sequence_naive.cpp

@@ -13,9 +13,10 @@ MINIDL_KERNEL_FILE(register_softmax_cuda)      // cuda/softmax.cu
 MINIDL_KERNEL_FILE(register_dropout_cuda)      // cuda/dropout.cu
 MINIDL_KERNEL_FILE(register_optim_cuda)        // cuda/optim.cu
 MINIDL_KERNEL_FILE(register_gru_cell_cuda)     // cuda/gru_cell.cu
+MINIDL_KERNEL_FILE(register_lstm_cell_cuda)    // cuda/lstm_cell.cu
 MINIDL_KERNEL_FILE(register_ctc_cuda)          // cuda/ctc.cu
 #ifdef MINIDL_WITH_CUDNN
-MINIDL_KERNEL_FILE(register_gru_cudnn_cuda)    // cuda/gru_cudnn.cu
+MINIDL_KERNEL_FILE(register_rnn_cudnn_cuda)    // cuda/rnn_cudnn.cu (gru_sequence, lstm_sequence)
 MINIDL_KERNEL_FILE(register_ctc_cudnn_cuda)    // cuda/ctc_cudnn.cu
 #endif
 MINIDL_KERNEL_FILE(register_matmul_cuda)       // cuda/matmul.cu

@@ -1,5 +1,5 @@
 // examples/captcha/main.cpp — the `captcha` program: generate captchas, and train, evaluate and use a
-// CNN + bidirectional GRU + CTC recognizer (docs/captcha.md).
+// CNN + bidirectional GRU (or LSTM) + CTC recognizer (docs/captcha.md).
 //
 //   captcha gen --out DIR --count N ...            examples/captcha/gen.cpp
 //   captcha train [--device D] [--steps N] ...      examples/captcha/train.cpp
@@ -19,7 +19,7 @@
 #include "examples/train_guard.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU + CTC model."};
+  CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU (or LSTM) + CTC model."};
   app.require_subcommand(1);
   const std::vector<captcha::Command> commands = {captcha::add_gen_command(app), captcha::add_train_command(app),
                                                   captcha::add_eval_command(app), captcha::add_predict_command(app),

@@ -3,7 +3,8 @@
 //   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
 //                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
 //                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
-//                 [--kernel OP=NAME]... [--threads N] [--gru auto|fused|composed|sequence] [--channels A,B,...]
+//                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
+//                 [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--resume FILE] [--stop-after-epochs N]
 //                 [--deterministic]
 //
@@ -62,7 +63,7 @@ namespace {
 
 struct TrainArgs {
   std::string device = "auto", data, val_data, metrics, save, resume;
-  std::string charset = CaptchaOptions().charset, length = "4", gru = "auto", schedule = "cosine";
+  std::string charset = CaptchaOptions().charset, length = "4", rnn = "gru", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
   int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
   int64_t stop_after_epochs = 0;  // 0: run to the end
@@ -242,7 +243,7 @@ struct ResumePoint {
 // Loads model and Adam state from `path` (a --save file of the same run) and restores the random stream.
 ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optimizer,
                         const std::map<std::string, std::string>& expected) {
-  const std::map<std::string, std::string> meta = load_checkpoint(path, model, &optimizer);
+  const std::map<std::string, std::string> meta = with_metadata_defaults(load_checkpoint(path, model, &optimizer));
   std::vector<std::string> differences;
   for (const auto& [key, value] : expected) {
     auto it = meta.find(key);
@@ -285,7 +286,8 @@ int run_train(const TrainArgs& a) {
   config.gru_hidden = a.hidden;
   config.gru_layers = a.gru_layers;
   config.dropout = a.dropout;
-  config.gru_path = parse_gru_path(a.gru);
+  config.rnn = parse_rnn_kind(a.rnn);
+  config.gru_path = parse_gru_path(a.gru);  // the path of either layer (--gru predates --rnn)
   manual_seed(a.seed);
   auto model = std::make_shared<CaptchaModel>(config);
   const int64_t T = config.time_steps();
@@ -326,10 +328,11 @@ int run_train(const TrainArgs& a) {
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
               a.height);
-  const std::string gru_shown = describe_gru_path(config.gru_path, device);
-  std::printf("captcha: model %s, %lld parameters, %lld time steps, GRU %s; Adam lr %g (%s); "
+  const std::string gru_shown = rnn_path_shown(config, device);
+  std::printf("captcha: model %s, %lld parameters, %lld time steps, %s %s; Adam lr %g (%s); "
               "%lld epoch(s) of %lld batches of %lld, %lld steps\n",
-              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T), gru_shown.c_str(),
+              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T),
+              model->rnn->type_name().c_str(), gru_shown.c_str(),
               a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
               static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
               static_cast<long long>(total_steps));
@@ -400,6 +403,7 @@ int run_train(const TrainArgs& a) {
                       {"lr", optimizer.lr()},
                       {"device", device.str()},
                       {"batch_size", a.batch},
+                      {"rnn", rnn_kind_name(config.rnn)},
                       {"gru", gru_shown}});
     if (!save_path.empty()) {
       std::map<std::string, std::string> meta = settings;
@@ -472,15 +476,18 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
       ->capture_default_str()
       ->check(at_least(0));
-  cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
+  cmd->add_option("--rnn", a->rnn, "recurrent layer: gru, or lstm (captcha_break's PyTorch recipe)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gru", "lstm"}));
+  cmd->add_option("--gru", a->gru, "recurrent layer's implementation (GRU or LSTM): fused (cell op per step), composed (elementwise ops), sequence (one sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
       ->check(at_least(1));
-  cmd->add_option("--hidden", a->hidden, "GRU hidden size (per direction)")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--gru-layers", a->gru_layers, "GRU layers")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the GRU")
+  cmd->add_option("--hidden", a->hidden, "GRU/LSTM hidden size (per direction)")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--gru-layers", a->gru_layers, "GRU/LSTM layers")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the recurrent layer")
       ->capture_default_str()
       ->check(at_least_and_below(0, 1));
   cmd->add_flag("--deterministic", a->deterministic,
