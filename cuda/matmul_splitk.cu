@@ -14,7 +14,7 @@
 // H200 run (docs/gemm-ladder.md).
 // Rounding: a split sum groups the additions differently from the unsplit one, so results differ from
 // v6 in the last bits (still exact float32 FMAs, deterministic run to run).
-// ptxas (sm_90, CUDA 13.0): see docs/gemm-ladder.md, "Resource usage".
+// ptxas (sm_90, CUDA 13.0): the pipelined kernel as v6 (no spills); the reduction 32 registers.
 #include "cuda/device_utils.cuh"
 #include "cuda/sgemm_split_k.cuh"
 #include "ops/kernel_signatures.h"
@@ -62,15 +62,13 @@ void splitk_reduce(const float* partials, float* out, int64_t n, int64_t splits,
 namespace {
 
 bool run_splitk(const cuda::GemmBatch& g, int device) {
-  const int sms = cuda::properties(device).multiProcessorCount;
-  const cuda::KSplit plan = cuda::plan_k_split(g, sms);
+  const cuda::KSplit plan = cuda::plan_k_split(g, cuda::properties(device).multiProcessorCount);
   if (!cuda::cp_async_fits<cuda::Tile64x64>(g, plan.splits, device)) return false;
-  const bool big = cuda::use_128_tiles(g.M, g.N, g.batch, sms);  // never with a split: that needs few tiles
+  // v6's tile rule: a plan that splits K has too few tiles for 128 x 128, so it runs 64 x 64 tiles.
   cuda::run_with_split(g, plan, device, [&](const cuda::KSplit& split) {
-    if (big)
-      cuda::launch_sgemm_cp_async<cuda::Tile128x128, 3>(g, split, cuda::stream(device));
-    else
-      cuda::launch_sgemm_cp_async<cuda::Tile64x64, 4>(g, split, cuda::stream(device));
+    cuda::with_rule_tile(g, device, [&](auto tile) {
+      cuda::launch_sgemm_cp_async<decltype(tile)>(g, split, cuda::stream(device));
+    });
   });
   return true;
 }

@@ -27,7 +27,7 @@
 // memory at 1.5 scalar loads per mma, which should keep it at roughly 40-60% of cuBLAS TF32 at 4096^3,
 // ~2-3x our best FP32 kernel. Measured: pending H200 run (docs/gemm-ladder.md).
 // Not done: ldmatrix fragment loads, larger warp tiles, split-K (fc1 runs 1 block: slow there).
-// ptxas (sm_90, CUDA 13.0): see docs/gemm-ladder.md, "Resource usage".
+// ptxas (sm_90, CUDA 13.0): 113-114 registers, 102-108 KB dynamic shared memory, no spills.
 #include <type_traits>
 
 #include "cuda/sgemm_common.cuh"

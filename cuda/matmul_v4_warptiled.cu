@@ -27,7 +27,8 @@
 // fewer shared loads issued. Predicted +10 to +25% over v3 at 2048^3-4096^3, about equal at 512^3-1024^3
 // (where both run 64 x 64 tiles of 2 warps). Measured: pending H200 run (docs/gemm-ladder.md).
 // Tiles: 128 x 128 when that gives every multiprocessor a block, else 64 x 64 (v3's rule, use_128_tiles).
-// ptxas (sm_90, CUDA 13.0): see docs/gemm-ladder.md, "Resource usage".
+// ptxas (sm_90, CUDA 13.0), over the 4 transpose instantiations: 128 x 128 118-128 registers, 16.5 KB
+// shared; 64 x 64 123-129 registers, 4.3 KB; no spills (docs/gemm-ladder.md, "Resource usage").
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 
@@ -64,22 +65,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) sgemm_warptile
   cuda::store_thread_tile<Cfg>(acc, g.C + r * g.stride_c, g.ldc, M, N, m0 + t.x, n0 + t.y, g.vec_c);
 }
 
-template <class Cfg>
-void launch_warptiled(const GemmBatch& g, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((g.N + Cfg::BN - 1) / Cfg::BN),
-                  static_cast<unsigned>((g.M + Cfg::BM - 1) / Cfg::BM), static_cast<unsigned>(g.batch));
-  cuda::launch_for_flags(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
-    sgemm_warptiled_kernel<Cfg, decltype(ta)::value, decltype(tb)::value><<<grid, Cfg::kThreads, 0, stream>>>(g);
-  });
-  MINIDL_LAUNCH_CHECK();
-}
-
 bool run_v4_warptiled(const GemmBatch& g, int device) {
   if (!cuda::ladder_fits(g, 64)) return false;
-  if (cuda::use_128_tiles(g.M, g.N, g.batch, cuda::properties(device).multiProcessorCount))
-    launch_warptiled<cuda::Tile128x128>(g, cuda::stream(device));
-  else
-    launch_warptiled<cuda::Tile64x64>(g, cuda::stream(device));
+  cuda::with_rule_tile(g, device, [&](auto tile) {
+    using Cfg = decltype(tile);
+    cuda::launch_for_flags(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
+      sgemm_warptiled_kernel<Cfg, decltype(ta)::value, decltype(tb)::value>
+          <<<cuda::tile_grid<Cfg>(g), Cfg::kThreads, 0, cuda::stream(device)>>>(g);
+    });
+    MINIDL_LAUNCH_CHECK();
+  });
   return true;
 }
 

@@ -237,6 +237,9 @@ struct WarpTiling {
   // registers per thread, except the 2-warp tile, which asks for 12 warps (a 168-register cap): at 128 its
   // kernels spilled 24-40 bytes (ptxas -v), the addressing of both operands being live across the FMAs.
   static constexpr int kMinBlocks = kThreads == 64 ? 6 : 512 / kThreads;
+  // Shared buffers of the cp.async pipeline (cuda/sgemm_cp_async.cuh): 2 (K slices of 16) or 3 (of 8)
+  // slices, 32 or 24 k, in flight while one is multiplied.
+  static constexpr int kStages = BK >= 16 ? 3 : 4;
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles must cover the block tile");
   static_assert((WM / 8) * (WN / 8) == 32, "a warp's 32 lanes own 8 x 8 outputs each");
   static_assert(BK % 8 == 0 && BM % 16 == 0 && BN % 16 == 0, "loader granularity");
@@ -249,6 +252,23 @@ using Tile128x128 = WarpTiling<128, 128, 16, 64, 32>;
 using Tile128x64 = WarpTiling<128, 64, 16, 64, 32>;
 using Tile64x128 = WarpTiling<64, 128, 16, 32, 64>;
 using Tile64x64 = WarpTiling<64, 64, 8, 32, 64>;
+
+// One block per BM x BN tile of each output: gridDim.z = batch entries x K splits.
+template <class Cfg>
+dim3 tile_grid(const GemmBatch& g, int64_t splits = 1) {
+  return dim3(static_cast<unsigned>((g.N + Cfg::BN - 1) / Cfg::BN), static_cast<unsigned>((g.M + Cfg::BM - 1) / Cfg::BM),
+              static_cast<unsigned>(g.batch * splits));
+}
+
+// The fixed tile rule of v4, v5, v6 and splitk (v3's, use_128_tiles): calls launch(Tile128x128{}) when
+// 128 x 128 tiles give every multiprocessor a block, else launch(Tile64x64{}).
+template <class Launch>
+void with_rule_tile(const GemmBatch& g, int device, Launch&& launch) {
+  if (use_128_tiles(g.M, g.N, g.batch, properties(device).multiProcessorCount))
+    launch(Tile128x128{});
+  else
+    launch(Tile64x64{});
+}
 
 // This thread's first output row and column inside the block tile.
 template <class Cfg>

@@ -3,7 +3,7 @@
 // kernel of "v6_cp_async" (cuda/matmul_v6_cp_async.cu), and what "v7_autotuned" and "splitk" launch
 // with other tiles and K splits (cuda/matmul_v7_autotuned.cu, cuda/matmul_splitk.cu).
 //
-// The pipeline (S = STAGES, slice t of K lives in buffer t % S):
+// The pipeline (S = STAGES = Cfg::kStages, slice t of K lives in buffer t % S):
 //     prologue:  start copies of slices 0 .. S-2, one commit group each
 //     slice t:   wait until slice t has landed (at most S-2 newer groups pending); barrier;
 //                start the copies of slice t+S-1 into buffer (t-1) % S (its FMAs, slice t-1, are done:
@@ -27,14 +27,15 @@ struct KSplit {
   float* partials = nullptr;  // [splits][batch][M][N] when splits > 1
 };
 
-template <class Cfg, int STAGES>
+template <class Cfg>
 constexpr size_t cp_async_smem_bytes() {
-  return static_cast<size_t>(STAGES) * Cfg::BK * (Cfg::kLdA + Cfg::kLdB) * sizeof(float);
+  return static_cast<size_t>(Cfg::kStages) * Cfg::BK * (Cfg::kLdA + Cfg::kLdB) * sizeof(float);
 }
 
-template <class Cfg, int STAGES, bool TA, bool TB>
+template <class Cfg, bool TA, bool TB>
 __device__ __forceinline__ void cp_async_slice(float* smem, const Operand& a, const Operand& b, int m0, int n0, int k0,
                                                int stage) {
+  constexpr int STAGES = Cfg::kStages;
   constexpr int kStageA = Cfg::BK * Cfg::kLdA, kStageB = Cfg::BK * Cfg::kLdB;
   float* As = smem + stage * kStageA;
   float* Bs = smem + STAGES * kStageA + stage * kStageB;
@@ -42,8 +43,9 @@ __device__ __forceinline__ void cp_async_slice(float* smem, const Operand& a, co
   cp_async_tile<Cfg::BN, Cfg::BK, Cfg::kThreads, TB, SmemMNMajor<Cfg::kLdB>>(Bs, b, n0, k0);
 }
 
-template <class Cfg, int STAGES, bool TA, bool TB>
+template <class Cfg, bool TA, bool TB>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) sgemm_cp_async_kernel(GemmBatch g, KSplit split) {
+  constexpr int STAGES = Cfg::kStages;
   static_assert(STAGES >= 2, "a pipeline needs two buffers at least");
   extern __shared__ __align__(16) float smem[];  // As[STAGES][BK][kLdA], then Bs[STAGES][BK][kLdB]
   constexpr int kStageA = Cfg::BK * Cfg::kLdA, kStageB = Cfg::BK * Cfg::kLdB;
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) sgemm_cp_async
 
 #pragma unroll
   for (int t = 0; t < STAGES - 1; ++t) {
-    if (t < slices) cp_async_slice<Cfg, STAGES, TA, TB>(smem, a, b, m0, n0, k_begin + t * Cfg::BK, t);
+    if (t < slices) cp_async_slice<Cfg, TA, TB>(smem, a, b, m0, n0, k_begin + t * Cfg::BK, t);
     cp_async_commit();  // an empty group when there is no slice t: keeps the group count per slice fixed
   }
   const int2 o = thread_tile_origin<Cfg>();
@@ -69,7 +71,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks) sgemm_cp_async
     cp_async_wait<STAGES - 2>();  // this thread's copies of slice t are done ...
     __syncthreads();              // ... and everyone's; and every thread has finished slice t-1's FMAs
     const int next = t + STAGES - 1;
-    if (next < slices) cp_async_slice<Cfg, STAGES, TA, TB>(smem, a, b, m0, n0, k_begin + next * Cfg::BK, next % STAGES);
+    if (next < slices) cp_async_slice<Cfg, TA, TB>(smem, a, b, m0, n0, k_begin + next * Cfg::BK, next % STAGES);
     cp_async_commit();
     const int stage = t % STAGES;
     fma_slice<Cfg>(smem + stage * kStageA, smem + STAGES * kStageA + stage * kStageB, o.x, o.y, acc);
@@ -91,17 +93,16 @@ bool cp_async_fits(const GemmBatch& g, int64_t splits, int device) {
   return ladder_fits(g, Cfg::BM, splits) && properties(device).major >= 8;  // cp.async: sm_80+
 }
 
-// Launches the pipelined kernel on `stream` (the caller has made the device current and checked
-// cp_async_fits). split.partials must hold splits * batch * M * N floats when splits > 1.
-template <class Cfg, int STAGES>
+// Launches the pipelined kernel with tile Cfg (Cfg::kStages buffers) on `stream` (the caller has made the
+// device current and checked cp_async_fits). split.partials must hold splits * batch * M * N floats when
+// splits > 1.
+template <class Cfg>
 void launch_sgemm_cp_async(const GemmBatch& g, const KSplit& split, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((g.N + Cfg::BN - 1) / Cfg::BN),
-                  static_cast<unsigned>((g.M + Cfg::BM - 1) / Cfg::BM), static_cast<unsigned>(g.batch * split.splits));
-  constexpr size_t smem = cp_async_smem_bytes<Cfg, STAGES>();
+  constexpr size_t smem = cp_async_smem_bytes<Cfg>();
   launch_for_flags(g.trans_a, g.trans_b, [&](auto ta, auto tb) {
-    auto* kernel = sgemm_cp_async_kernel<Cfg, STAGES, decltype(ta)::value, decltype(tb)::value>;
+    auto* kernel = sgemm_cp_async_kernel<Cfg, decltype(ta)::value, decltype(tb)::value>;
     allow_dynamic_smem(kernel, smem);
-    kernel<<<grid, Cfg::kThreads, smem, stream>>>(g, split);
+    kernel<<<tile_grid<Cfg>(g, split.splits), Cfg::kThreads, smem, stream>>>(g, split);
   });
   MINIDL_LAUNCH_CHECK();
 }

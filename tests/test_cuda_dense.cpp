@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -74,6 +75,19 @@ const std::vector<MatmulCase> kMatmulCases = {{1, 1, 1, 1},      {1, 7, 33, 129}
                                               {1, 1, 300, 17},   {40, 130, 131, 36}, {1, 257, 1, 40},
                                               {33, 256, 250, 20}, {1, 64, 128, 9216}, {2, 33, 65, 1000},
                                               {1, 5, 7, 999}};
+
+// Random float32 operands of case c, stored as the transpose flags say (a [B, K, M] when ta, ...), on the CPU.
+std::pair<Tensor, Tensor> matmul_operands(const MatmulCase& c, bool ta, bool tb) {
+  return {random_f32(ta ? Shape{c.batch, c.K, c.M} : Shape{c.batch, c.M, c.K}),
+          random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N})};
+}
+
+// op(a) op(b) by the naive CPU kernel: the reference.
+Tensor naive_matmul(const Tensor& a, const Tensor& b, const MatmulCase& c, bool ta, bool tb) {
+  Tensor ref = empty({c.batch, c.M, c.N});
+  with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, ta, tb); });
+  return ref;
+}
 
 struct ConvCase {
   Shape x, w;
@@ -141,10 +155,9 @@ TEST_CASE("cuda matmul kernels match the naive CPU kernel (float32, transposes, 
       for (const bool tb : {false, true}) {
         INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
                       << tb);
-        const Tensor a = random_f32(ta ? Shape{c.batch, c.K, c.M} : Shape{c.batch, c.M, c.K});
-        const Tensor b = random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N});
-        Tensor ref = empty({c.batch, c.M, c.N});
-        with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, ta, tb); });
+        const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+        const Tensor a = ab.first, b = ab.second;
+        const Tensor ref = naive_matmul(a, b, c, ta, tb);
         for_each_kernel("matmul", [&](Device d, const std::string& name) {
           if (d.is_cpu()) return;
           const Tensor ad = a.to(d), bd = b.to(d);
@@ -209,8 +222,8 @@ TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
       for (const bool tb : {false, true}) {
         INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
                       << tb);
-        const Tensor a = random_f32(ta ? Shape{c.batch, c.K, c.M} : Shape{c.batch, c.M, c.K}).to(Device::cuda(0));
-        const Tensor b = random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N}).to(Device::cuda(0));
+        const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+        const Tensor a = ab.first.to(Device::cuda(0)), b = ab.second.to(Device::cuda(0));
         const std::vector<float> v3 = cuda_matmul_with("v3_register_blocked", a, b, c, ta, tb);
         for (const char* name : {"v4_warptiled", "v5_double_buffered", "v6_cp_async"}) {
           INFO("kernel " << name);
@@ -232,9 +245,9 @@ TEST_CASE("cuda TF32 matmul kernels run only when selected or with MINIDL_TF32=1
   const char* env = std::getenv("MINIDL_TF32");
   const bool tf32_on = env != nullptr && std::string(env) == "1";
   const MatmulCase c{1, 64, 48, 32};
-  const Tensor a = random_f32({c.batch, c.M, c.K}), b = random_f32({c.batch, c.K, c.N});
-  Tensor ref = empty({c.batch, c.M, c.N});
-  with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, false, false); });
+  const std::pair<Tensor, Tensor> ab = matmul_operands(c, false, false);
+  const Tensor a = ab.first, b = ab.second;
+  const Tensor ref = naive_matmul(a, b, c, false, false);
   const Tensor ad = a.to(Device::cuda(0)), bd = b.to(Device::cuda(0));
   int tf32_kernels = 0;
   for (const KernelInfo* k : KernelRegistry::instance().all()) {
@@ -267,10 +280,9 @@ TEST_CASE("cuda TF32 matmul kernels are within TF32 error of the FP32 reference"
       for (const bool tb : {false, true}) {
         INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
                       << tb);
-        const Tensor a = random_f32(ta ? Shape{c.batch, c.K, c.M} : Shape{c.batch, c.M, c.K});
-        const Tensor b = random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N});
-        Tensor ref = empty({c.batch, c.M, c.N});
-        with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, ta, tb); });
+        const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+        const Tensor a = ab.first, b = ab.second;
+        const Tensor ref = naive_matmul(a, b, c, ta, tb);
         for (const std::string& name : kernels_for("matmul", DeviceType::cuda)) {
           if (!is_tf32_kernel(name)) continue;
           INFO("kernel " << name);
