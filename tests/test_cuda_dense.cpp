@@ -82,6 +82,18 @@ std::pair<Tensor, Tensor> matmul_operands(const MatmulCase& c, bool ta, bool tb)
           random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N})};
 }
 
+// Runs body(c, ta, tb) for every case and both transpose flags, naming them in failure messages.
+void for_each_matmul_case(const std::vector<MatmulCase>& cases,
+                          const std::function<void(const MatmulCase&, bool, bool)>& body) {
+  for (const MatmulCase& c : cases)
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
+                      << tb);
+        body(c, ta, tb);
+      }
+}
+
 // op(a) op(b) by the naive CPU kernel: the reference.
 Tensor naive_matmul(const Tensor& a, const Tensor& b, const MatmulCase& c, bool ta, bool tb) {
   Tensor ref = empty({c.batch, c.M, c.N});
@@ -150,26 +162,20 @@ const std::vector<Shape> kBatchNormShapes = {{7, 33, 1}, {3, 2, 1}, {4, 3, 35}, 
 TEST_CASE("cuda matmul kernels match the naive CPU kernel (float32, transposes, batches)", "[cuda][matmul]") {
   if (!gpu_available()) return;
   manual_seed(1);
-  for (const MatmulCase& c : kMatmulCases) {
-    for (const bool ta : {false, true}) {
-      for (const bool tb : {false, true}) {
-        INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
-                      << tb);
-        const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
-        const Tensor a = ab.first, b = ab.second;
-        const Tensor ref = naive_matmul(a, b, c, ta, tb);
-        for_each_kernel("matmul", [&](Device d, const std::string& name) {
-          if (d.is_cpu()) return;
-          const Tensor ad = a.to(d), bd = b.to(d);
-          Tensor out = empty_on({c.batch, c.M, c.N}, d);
-          dispatch<MatmulKernel>("matmul", d, ad, bd, out, ta, tb);
-          CHECK(last_kernel("matmul", d.type) == name);
-          const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
-          CHECK(compare(out, ref, tol.rtol, tol.atol) == "");
-        });
-      }
-    }
-  }
+  for_each_matmul_case(kMatmulCases, [](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first, b = ab.second;
+    const Tensor ref = naive_matmul(a, b, c, ta, tb);
+    for_each_kernel("matmul", [&](Device d, const std::string& name) {
+      if (d.is_cpu()) return;
+      const Tensor ad = a.to(d), bd = b.to(d);
+      Tensor out = empty_on({c.batch, c.M, c.N}, d);
+      dispatch<MatmulKernel>("matmul", d, ad, bd, out, ta, tb);
+      CHECK(last_kernel("matmul", d.type) == name);
+      const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
+      CHECK(compare(out, ref, tol.rtol, tol.atol) == "");
+    });
+  });
 }
 
 TEST_CASE("cuda matmul kernels that take float64 match the naive CPU kernel", "[cuda][matmul]") {
@@ -217,24 +223,20 @@ TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
   if (!gpu_available()) return;
   manual_seed(11);
   const std::vector<MatmulCase> cases = {{3, 129, 65, 100}, {1, 300, 520, 127}, {1, 64, 128, 9216}, {2, 33, 65, 1000}};
-  for (const MatmulCase& c : cases)
-    for (const bool ta : {false, true})
-      for (const bool tb : {false, true}) {
-        INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
-                      << tb);
-        const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
-        const Tensor a = ab.first.to(Device::cuda(0)), b = ab.second.to(Device::cuda(0));
-        const std::vector<float> v3 = cuda_matmul_with("v3_register_blocked", a, b, c, ta, tb);
-        for (const char* name : {"v4_warptiled", "v5_double_buffered", "v6_cp_async"}) {
-          INFO("kernel " << name);
-          CHECK(cuda_matmul_with(name, a, b, c, ta, tb) == v3);
-        }
-        const std::vector<float> split = cuda_matmul_with("splitk", a, b, c, ta, tb);
-        CHECK(cuda_matmul_with("splitk", a, b, c, ta, tb) == split);  // run to run
-        CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // tunes this class
-        CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // its choice
-        if (c.K < 128) CHECK(split == v3);
-      }
+  for_each_matmul_case(cases, [](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first.to(Device::cuda(0)), b = ab.second.to(Device::cuda(0));
+    const std::vector<float> v3 = cuda_matmul_with("v3_register_blocked", a, b, c, ta, tb);
+    for (const char* name : {"v4_warptiled", "v5_double_buffered", "v6_cp_async"}) {
+      INFO("kernel " << name);
+      CHECK(cuda_matmul_with(name, a, b, c, ta, tb) == v3);
+    }
+    const std::vector<float> split = cuda_matmul_with("splitk", a, b, c, ta, tb);
+    CHECK(cuda_matmul_with("splitk", a, b, c, ta, tb) == split);        // run to run
+    CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // tunes this class
+    CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // its choice
+    if (c.K < 128) CHECK(split == v3);
+  });
 }
 
 // TF32 kernels trade precision for speed, so they never serve a call the user did not ask them for:
@@ -275,24 +277,19 @@ TEST_CASE("cuda TF32 matmul kernels are within TF32 error of the FP32 reference"
   manual_seed(13);
   const std::vector<MatmulCase> cases = {{1, 128, 128, 32}, {1, 256, 384, 512}, {2, 130, 70, 300}, {1, 1, 1, 1},
                                          {1, 64, 128, 9216}, {3, 17, 200, 33}};
-  for (const MatmulCase& c : cases)
-    for (const bool ta : {false, true})
-      for (const bool tb : {false, true}) {
-        INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
-                      << tb);
-        const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
-        const Tensor a = ab.first, b = ab.second;
-        const Tensor ref = naive_matmul(a, b, c, ta, tb);
-        for (const std::string& name : kernels_for("matmul", DeviceType::cuda)) {
-          if (!is_tf32_kernel(name)) continue;
-          INFO("kernel " << name);
-          const std::vector<float> got =
-              cuda_matmul_with(name, a.to(Device::cuda(0)), b.to(Device::cuda(0)), c, ta, tb);
-          const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
-          CHECK(compare(from_vector(std::vector<double>(got.begin(), got.end()), ref.shape(), DType::float32), ref,
-                        tol.rtol, tol.atol) == "");
-        }
-      }
+  for_each_matmul_case(cases, [](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first, b = ab.second;
+    const Tensor ref = naive_matmul(a, b, c, ta, tb);
+    for (const std::string& name : kernels_for("matmul", DeviceType::cuda)) {
+      if (!is_tf32_kernel(name)) continue;
+      INFO("kernel " << name);
+      const std::vector<float> got = cuda_matmul_with(name, a.to(Device::cuda(0)), b.to(Device::cuda(0)), c, ta, tb);
+      const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
+      CHECK(compare(from_vector(std::vector<double>(got.begin(), got.end()), ref.shape(), DType::float32), ref,
+                    tol.rtol, tol.atol) == "");
+    }
+  });
 }
 
 TEST_CASE("cuda conv2d kernels match the naive CPU kernels (all three stages)", "[cuda][conv2d]") {
