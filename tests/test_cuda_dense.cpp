@@ -6,9 +6,11 @@
 // and an untagged run returns from each case after a warning. Comparisons are in float32 with
 // tolerances that grow with the length of the sums involved (atol_for).
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -65,10 +67,39 @@ struct MatmulCase {
 // Odd sizes (ragged tiles, unaligned rows), aligned sizes (float4 paths), K = 1, N = 1, and batches
 // with enough tiles for every multiprocessor: [33, 256, 250] takes v3's 128x128 path on a GPU of up
 // to 132 multiprocessors; [40, 130, 131] stays on 64x64 tiles (128x128 ones would be half empty).
+// The last three have too few tiles for the GPU and enough K to split it (splitk, v7_autotuned;
+// cuda/sgemm_split_k.cuh): MNIST fc1 (116 splits of 80 on 132 multiprocessors), and two with a ragged last
+// split (1000 = 12 x 80 + 40; 999 with unaligned rows).
 const std::vector<MatmulCase> kMatmulCases = {{1, 1, 1, 1},      {1, 7, 33, 129},    {2, 33, 7, 1},
                                               {3, 129, 65, 33},  {1, 64, 64, 64},    {2, 100, 260, 72},
                                               {1, 1, 300, 17},   {40, 130, 131, 36}, {1, 257, 1, 40},
-                                              {33, 256, 250, 20}};
+                                              {33, 256, 250, 20}, {1, 64, 128, 9216}, {2, 33, 65, 1000},
+                                              {1, 5, 7, 999}};
+
+// Random float32 operands of case c, stored as the transpose flags say (a [B, K, M] when ta, ...), on the CPU.
+std::pair<Tensor, Tensor> matmul_operands(const MatmulCase& c, bool ta, bool tb) {
+  return {random_f32(ta ? Shape{c.batch, c.K, c.M} : Shape{c.batch, c.M, c.K}),
+          random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N})};
+}
+
+// Runs body(c, ta, tb) for every case and both transpose flags, naming them in failure messages.
+void for_each_matmul_case(const std::vector<MatmulCase>& cases,
+                          const std::function<void(const MatmulCase&, bool, bool)>& body) {
+  for (const MatmulCase& c : cases)
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
+                      << tb);
+        body(c, ta, tb);
+      }
+}
+
+// op(a) op(b) by the naive CPU kernel: the reference.
+Tensor naive_matmul(const Tensor& a, const Tensor& b, const MatmulCase& c, bool ta, bool tb) {
+  Tensor ref = empty({c.batch, c.M, c.N});
+  with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, ta, tb); });
+  return ref;
+}
 
 struct ConvCase {
   Shape x, w;
@@ -131,26 +162,20 @@ const std::vector<Shape> kBatchNormShapes = {{7, 33, 1}, {3, 2, 1}, {4, 3, 35}, 
 TEST_CASE("cuda matmul kernels match the naive CPU kernel (float32, transposes, batches)", "[cuda][matmul]") {
   if (!gpu_available()) return;
   manual_seed(1);
-  for (const MatmulCase& c : kMatmulCases) {
-    for (const bool ta : {false, true}) {
-      for (const bool tb : {false, true}) {
-        INFO("batch " << c.batch << " M " << c.M << " N " << c.N << " K " << c.K << " trans_a " << ta << " trans_b "
-                      << tb);
-        const Tensor a = random_f32(ta ? Shape{c.batch, c.K, c.M} : Shape{c.batch, c.M, c.K});
-        const Tensor b = random_f32(tb ? Shape{c.batch, c.N, c.K} : Shape{c.batch, c.K, c.N});
-        Tensor ref = empty({c.batch, c.M, c.N});
-        with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, ta, tb); });
-        for_each_kernel("matmul", [&](Device d, const std::string& name) {
-          if (d.is_cpu()) return;
-          const Tensor ad = a.to(d), bd = b.to(d);
-          Tensor out = empty_on({c.batch, c.M, c.N}, d);
-          dispatch<MatmulKernel>("matmul", d, ad, bd, out, ta, tb);
-          CHECK(last_kernel("matmul", d.type) == name);
-          CHECK(compare(out, ref, kRtol, atol_for(c.K)) == "");
-        });
-      }
-    }
-  }
+  for_each_matmul_case(kMatmulCases, [](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first, b = ab.second;
+    const Tensor ref = naive_matmul(a, b, c, ta, tb);
+    for_each_kernel("matmul", [&](Device d, const std::string& name) {
+      if (d.is_cpu()) return;
+      const Tensor ad = a.to(d), bd = b.to(d);
+      Tensor out = empty_on({c.batch, c.M, c.N}, d);
+      dispatch<MatmulKernel>("matmul", d, ad, bd, out, ta, tb);
+      CHECK(last_kernel("matmul", d.type) == name);
+      const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
+      CHECK(compare(out, ref, tol.rtol, tol.atol) == "");
+    });
+  });
 }
 
 TEST_CASE("cuda matmul kernels that take float64 match the naive CPU kernel", "[cuda][matmul]") {
@@ -160,12 +185,110 @@ TEST_CASE("cuda matmul kernels that take float64 match the naive CPU kernel", "[
   Tensor ref = empty({2, 31, 33}, DType::float64);
   with_cpu_naive("matmul", [&] { dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, ref, false, true); });
   for_each_kernel("matmul", [&](Device d, const std::string& name) {
-    if (d.is_cpu() || name == "v3_register_blocked") return;  // v3 is float32 only (it declines float64)
+    if (d.is_cpu()) return;
     const Tensor ad = a.to(d), bd = b.to(d);
     Tensor out = empty({2, 31, 33}, TensorOptions(DType::float64, d));
     dispatch<MatmulKernel>("matmul", d, ad, bd, out, false, true);
-    CHECK(last_kernel("matmul", d.type) == name);
+    // v1, v2 and cuBLAS take float64; the others (v3 onwards) are float32 only and must decline it.
+    if (name != "v1_naive" && name != "v2_smem_tiled" && name != "cublas") {
+      CHECK(last_kernel("matmul", d.type) != name);
+      CHECK(served_or_declined("matmul", d.type, name, true));
+    } else {
+      CHECK(last_kernel("matmul", d.type) == name);
+    }
     CHECK(compare(out, ref, 1e-12, 1e-12) == "");
+  });
+}
+
+namespace {
+
+// out = op(a) op(b) by the CUDA matmul kernel `name` (selected, and checked to have run), as floats.
+std::vector<float> cuda_matmul_with(const std::string& name, const Tensor& a, const Tensor& b, const MatmulCase& c,
+                                    bool ta, bool tb) {
+  SelectionReset reset;
+  select_kernel("matmul", DeviceType::cuda, name);
+  Tensor out = empty_on({c.batch, c.M, c.N}, a.device());
+  dispatch<MatmulKernel>("matmul", a.device(), a, b, out, ta, tb);
+  CHECK(last_kernel("matmul", DeviceType::cuda) == name);
+  return out.to_vector<float>();
+}
+
+}  // namespace
+
+// The FP32 ladder from v3 on sums every output as fmaf(a_k, b_k, acc) for k = 0, 1, 2, ..., whatever its
+// tiles and pipeline, so where K is not split its kernels give identical bits; splitk and v7_autotuned
+// split K by one plan (cuda/sgemm_split_k.cuh), so they agree with each other on every shape, and
+// v7_autotuned's timing never changes a result (docs/gemm-ladder.md). K < 128 is never split.
+TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
+  if (!gpu_available()) return;
+  manual_seed(11);
+  const std::vector<MatmulCase> cases = {{3, 129, 65, 100}, {1, 300, 520, 127}, {1, 64, 128, 9216}, {2, 33, 65, 1000}};
+  for_each_matmul_case(cases, [](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first.to(Device::cuda(0)), b = ab.second.to(Device::cuda(0));
+    const std::vector<float> v3 = cuda_matmul_with("v3_register_blocked", a, b, c, ta, tb);
+    for (const char* name : {"v4_warptiled", "v5_double_buffered", "v6_cp_async"}) {
+      INFO("kernel " << name);
+      CHECK(cuda_matmul_with(name, a, b, c, ta, tb) == v3);
+    }
+    const std::vector<float> split = cuda_matmul_with("splitk", a, b, c, ta, tb);
+    CHECK(cuda_matmul_with("splitk", a, b, c, ta, tb) == split);        // run to run
+    CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // tunes this class
+    CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // its choice
+    if (c.K < 128) CHECK(split == v3);
+  });
+}
+
+// TF32 kernels trade precision for speed, so they never serve a call the user did not ask them for:
+// declined unless MINIDL_TF32=1 or selected by name (then they must run: tf32_wgmma needs an H100/H200).
+TEST_CASE("cuda TF32 matmul kernels run only when selected or with MINIDL_TF32=1", "[cuda][matmul][tf32]") {
+  if (!gpu_available()) return;
+  manual_seed(12);
+  const char* env = std::getenv("MINIDL_TF32");
+  const bool tf32_on = env != nullptr && std::string(env) == "1";
+  const MatmulCase c{1, 64, 48, 32};
+  const std::pair<Tensor, Tensor> ab = matmul_operands(c, false, false);
+  const Tensor a = ab.first, b = ab.second;
+  const Tensor ref = naive_matmul(a, b, c, false, false);
+  const Tensor ad = a.to(Device::cuda(0)), bd = b.to(Device::cuda(0));
+  int tf32_kernels = 0;
+  for (const KernelInfo* k : KernelRegistry::instance().all()) {
+    if (k->key != "matmul" || k->device != DeviceType::cuda || !is_tf32_kernel(k->name)) continue;
+    INFO("kernel " << k->name);
+    ++tf32_kernels;
+    MatmulKernel* fn = reinterpret_cast<MatmulKernel*>(k->fn);
+    SelectionReset reset;
+    reset_kernel_selection();
+    Tensor out = empty_on({c.batch, c.M, c.N}, Device::cuda(0));
+    CHECK(fn(ad, bd, out, false, false) == tf32_on);
+    select_kernel("matmul", DeviceType::cuda, k->name);
+    REQUIRE(fn(ad, bd, out, false, false));
+    const Tolerance tol = matmul_tolerance(k->name, c.K, {kRtol, atol_for(c.K)});
+    CHECK(compare(out, ref, tol.rtol, tol.atol) == "");
+  }
+  CHECK(tf32_kernels >= 1);  // tf32_mma is always built with CUDA
+}
+
+// A quick self-check of the tensor-core kernels alone (`minidl_tests "[tf32]"`): tile-sized, ragged,
+// batched and tall-skinny products, every transpose flag, against the float32 reference within the TF32
+// tolerance (tests/test_util.h). The sweep above covers them too, among all kernels.
+TEST_CASE("cuda TF32 matmul kernels are within TF32 error of the FP32 reference", "[cuda][matmul][tf32]") {
+  if (!gpu_available()) return;
+  manual_seed(13);
+  const std::vector<MatmulCase> cases = {{1, 128, 128, 32}, {1, 256, 384, 512}, {2, 130, 70, 300}, {1, 1, 1, 1},
+                                         {1, 64, 128, 9216}, {3, 17, 200, 33}};
+  for_each_matmul_case(cases, [](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first, b = ab.second;
+    const Tensor ref = naive_matmul(a, b, c, ta, tb);
+    for (const std::string& name : kernels_for("matmul", DeviceType::cuda)) {
+      if (!is_tf32_kernel(name)) continue;
+      INFO("kernel " << name);
+      const std::vector<float> got = cuda_matmul_with(name, a.to(Device::cuda(0)), b.to(Device::cuda(0)), c, ta, tb);
+      const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
+      CHECK(compare(from_vector(std::vector<double>(got.begin(), got.end()), ref.shape(), DType::float32), ref,
+                    tol.rtol, tol.atol) == "");
+    }
   });
 }
 
@@ -404,9 +527,11 @@ GradRun run_with_grad(const OpFn& f, const std::vector<Tensor>& inputs, const Te
 }
 
 // For every CUDA kernel of `op`: f on the GPU gives the CPU reference's output and input gradients
-// (CPU with the naive kernels), and the kernels of every key in `keys` really ran.
+// (CPU with the naive kernels), and the kernels of every key in `keys` really ran. TF32 tensor-core
+// kernels (matmul's tf32_*) are held to matmul_tolerance for sums of `tf32_terms` products instead.
 void check_op_on_gpu(const std::string& op, const std::vector<std::string>& keys, const OpFn& f,
-                     const std::vector<Tensor>& inputs, double atol_out, const std::vector<double>& atol_grads) {
+                     const std::vector<Tensor>& inputs, double atol_out, const std::vector<double>& atol_grads,
+                     int64_t tf32_terms = 0) {
   const Tensor probe = f(inputs);
   const Tensor weight = random_f32(probe.shape(), 0.5, 1.5);
   GradRun ref;
@@ -415,12 +540,14 @@ void check_op_on_gpu(const std::string& op, const std::vector<std::string>& keys
     if (d.is_cpu()) return;
     const GradRun got = run_with_grad(f, inputs, weight, d);
     for (const std::string& key : keys) CHECK(last_kernel(key, d.type) == name);
-    CHECK(compare(got.out, ref.out, kRtol, atol_out) == "");
+    const Tolerance out_tol = matmul_tolerance(name, tf32_terms, {kRtol, atol_out});
+    CHECK(compare(got.out, ref.out, out_tol.rtol, out_tol.atol) == "");
     for (size_t i = 0; i < inputs.size(); ++i) {
       INFO("gradient of input " << i);
       REQUIRE(got.grads[i].defined());
       CHECK(got.grads[i].device() == d);
-      CHECK(compare(got.grads[i], ref.grads[i], kRtol, atol_grads[i]) == "");
+      const Tolerance tol = matmul_tolerance(name, tf32_terms, {kRtol, atol_grads[i]});
+      CHECK(compare(got.grads[i], ref.grads[i], tol.rtol, tol.atol) == "");
     }
   });
 }
@@ -431,13 +558,14 @@ TEST_CASE("cuda matmul and linear: outputs and gradients match the CPU", "[cuda]
   if (!gpu_available()) return;
   manual_seed(7);
   // Batched with a broadcast right operand, and plain 2-D.
+  // The last argument: the longest sum in the output and gradients, for the TF32 kernels' tolerance.
   check_op_on_gpu("matmul", {"matmul"}, [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); },
-                  {random_f32({3, 7, 33}), random_f32({33, 17})}, atol_for(33), {atol_for(17), atol_for(21)});
+                  {random_f32({3, 7, 33}), random_f32({33, 17})}, atol_for(33), {atol_for(17), atol_for(21)}, 33);
   check_op_on_gpu("matmul", {"matmul"}, [](const std::vector<Tensor>& t) { return matmul(t[0], t[1]); },
-                  {random_f32({65, 129}), random_f32({129, 31})}, atol_for(129), {atol_for(31), atol_for(65)});
+                  {random_f32({65, 129}), random_f32({129, 31})}, atol_for(129), {atol_for(31), atol_for(65)}, 129);
   check_op_on_gpu("matmul", {"matmul"}, [](const std::vector<Tensor>& t) { return linear(t[0], t[1], t[2]); },
                   {random_f32({9, 35}), random_f32({17, 35}), random_f32({17})}, atol_for(36),
-                  {atol_for(17), atol_for(9), atol_for(9)});
+                  {atol_for(17), atol_for(9), atol_for(9)}, 36);
 }
 
 TEST_CASE("cuda conv2d with bias: outputs and gradients match the CPU", "[cuda][conv2d][autograd]") {

@@ -46,6 +46,26 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
 // refuses everything still fails on the plain inputs.
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
 
+// Matmul kernels named "tf32_*" multiply on TF32 tensor cores (cuda/matmul_tf32_*.cu): their inputs keep
+// 10 of float32's 23 mantissa bits (rounded, or truncated by wgmma), so each product is off by up to
+// 2^-9 of its size. Compared with the float32 reference they get, for sums of K products of terms of size
+// up to about 1 (the tests' values in [-1, 1]; gradient checks reach 1.5):
+//   rtol kTf32Rtol = 2^-8   for the systematic part: truncation shrinks every product, which moves a sum
+//                           by up to ~2^-10 of its value;
+//   atol tf32_atol(K) = 2^-8 sqrt(K)   for the random part: per-product errors of random sign add up
+//                           to a standard deviation below 2^-11 sqrt(K), so this is 8 of them.
+// A kernel that mixes up elements is still caught: its errors are as large as the outputs themselves
+// (about sqrt(K) / 3 for such values), some 85 times tf32_atol.
+struct Tolerance {
+  double rtol, atol;
+};
+bool is_tf32_kernel(const std::string& name);
+double tf32_atol(int64_t terms);
+constexpr double kTf32Rtol = 1.0 / 256;
+// The tolerance for matmul kernel `name` on sums of `terms` products: `fp32` for float32 kernels, the
+// TF32 one above for tensor-core kernels.
+Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32);
+
 // Pooling parameters in one call: kernel (kh, kw), stride (sh, sw), padding (ph, pw).
 inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
   Pool2dParams p;
