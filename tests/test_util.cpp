@@ -66,6 +66,11 @@ std::vector<std::string> kernels_for(const std::string& key, DeviceType device) 
   return names;
 }
 
+bool is_tf32_kernel(const std::string& name) {
+  const std::string suffix = "_tf32";
+  return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline) {
   if (last_kernel(key, device) == name) return true;
   if (!may_decline) return false;

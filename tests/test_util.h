@@ -46,6 +46,20 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
 // refuses everything still fails on the plain inputs.
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
 
+// TF32 kernels. A kernel whose name ends in "_tf32" multiplies on TF32 tensor cores: each operand is
+// rounded to 10 explicit mantissa bits (unit roundoff u = 2^-11), so each product a*b carries a relative
+// error up to 2u = 2^-10, and a sum of K products differs from the exact FP32 one by up to about
+// 2^-10 * sum_k |a_k b_k| (the FP32 accumulation adds far less). Tests compare such kernels against the
+// FP32 reference with rtol = kTf32Rtol (a single product) and atol = tf32_atol(K, mean |a_k b_k|):
+// 2^-10 times twice the expected sum, 2 * K * mean_abs_product. For operands uniform in [-1, 1] the mean
+// of |a b| is 1/4 (the default), so atol is about K * 2^-11: loose enough never to flag a correct
+// kernel, still far below the error of a wrong index (order sqrt(K) / 3).
+bool is_tf32_kernel(const std::string& name);
+constexpr double kTf32Rtol = 1.0 / 1024;
+inline double tf32_atol(int64_t terms, double mean_abs_product = 0.25) {
+  return 1e-5 + (2.0 * static_cast<double>(terms) * mean_abs_product) / 1024;
+}
+
 // Pooling parameters in one call: kernel (kh, kw), stride (sh, sw), padding (ph, pw).
 inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
   Pool2dParams p;
