@@ -211,14 +211,25 @@ static __global__ void relayout_weight_by_channel_kernel(const float* __restrict
   }
 }
 
-// out[e] = sum over z = 0, 1, ... of partial[z * n + e], always in that order: the split weight gradient
-// is reproducible bit for bit (no atomics).
+// out[e] = sum over z of partial[z * n + e], added in an order fixed by the call's sizes alone, so the
+// split weight gradient is reproducible bit for bit (no atomics): a block takes 32 outputs; its
+// blockDim.y "lanes" each add the z = lane, lane + lanes, lane + 2 lanes, ... in turn, then lane 0 adds
+// the lanes' sums in lane order. (With one thread per output, a small output with thousands of splits,
+// the captcha's first layer, would be one long chain of loads per thread.)
 static __global__ void sum_splits_kernel(const float* __restrict__ partial, float* __restrict__ out, int n,
                                          int splits) {
-  for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
-    float acc = 0.0f;
-    for (int z = 0; z < splits; ++z) acc += partial[static_cast<int64_t>(z) * n + e];
-    out[e] = acc;
+  __shared__ float lane_sums[32][33];
+  const int e = static_cast<int>(blockIdx.x) * 32 + static_cast<int>(threadIdx.x);
+  const int lane = static_cast<int>(threadIdx.y), lanes = static_cast<int>(blockDim.y);
+  float acc = 0.0f;
+  if (e < n)
+    for (int z = lane; z < splits; z += lanes) acc += partial[static_cast<int64_t>(z) * n + e];
+  lane_sums[lane][threadIdx.x] = acc;
+  __syncthreads();
+  if (lane == 0 && e < n) {
+    float total = lane_sums[0][threadIdx.x];
+    for (int l = 1; l < lanes; ++l) total += lane_sums[l][threadIdx.x];
+    out[e] = total;
   }
 }
 
@@ -229,9 +240,14 @@ inline void relayout_weight_by_channel(const float* w, float* w_by_c, const Conv
   MINIDL_LAUNCH_CHECK();
 }
 
+// Lanes per output: about 16 splits each, at most 32 (a power of two; the order depends on it, and it
+// depends only on `splits`).
 inline void sum_splits(const float* partial, float* out, int n, int splits, cudaStream_t stream) {
   if (n == 0) return;
-  sum_splits_kernel<<<grid_for(n, 256), 256, 0, stream>>>(partial, out, n, splits);
+  int lanes = 1;
+  while (lanes < 32 && lanes * 16 < splits) lanes *= 2;
+  const dim3 block(32, static_cast<unsigned>(lanes));
+  sum_splits_kernel<<<static_cast<unsigned>((n + 31) / 32), block, 0, stream>>>(partial, out, n, splits);
   MINIDL_LAUNCH_CHECK();
 }
 
