@@ -37,8 +37,18 @@
 // weight gradient ~2x (im2col's group split leaves many multiprocessors idle); i.e. around 60-80% of
 // cuDNN's FP32 algorithms. Measured: pending H200 run (scripts/conv-ladder-h200.sh).
 //
-// Resources (nvcc 13.0 -arch=sm_90 -Xptxas -v; __launch_bounds__ caps every tile at 128 registers):
-//   (filled in from the build: see docs/conv-ladder.md, "Resource usage")
+// Resources (nvcc 13.0, sm_90, -O3, -Xptxas -v; __launch_bounds__ caps every tile at 128 registers):
+//   tile (threads)         stage                  registers  spill stores/loads (bytes)  shared
+//   128x128 8x8 (256)      forward                128        76 / 60                     16.5 KiB
+//                          backward_input s=1/s>1 128        68 / 52, 96 / 72
+//                          backward_weight        128        68 / 48
+//   64x128 8x8 (128)       forward                128        84 / 68                     12.5 KiB
+//                          backward_input s=1/s>1 128        60 / 48, 84 / 80
+//   32x128 4x8 (128)       forward, backward_in.  117-121    0                           10.5 KiB
+//   64x64 4x8 (128)        backward_weight        117        0                           8.5 KiB
+//   32x32 4x4 (64)         backward_weight        103        0                           4.5 KiB
+// The 8x8 register tiles spill a little (the loaders' per-column state, read once per K slice, not the
+// accumulators); a 64x64 tile with 8x8 per thread spilled 160 bytes, hence 4x8 there.
 //
 // float32, contiguous, 32-bit indexable sizes (cuda/conv_implicit_gemm.cuh); anything else is declined
 // (float64 goes to "direct"). Accumulation convention: outputs are overwritten (=).

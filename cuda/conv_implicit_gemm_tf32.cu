@@ -37,7 +37,16 @@
 // Not done: wgmma (sm_90a, warpgroup MMA from shared memory), TMA or cp.async staging, swizzled shared
 // layouts; each is a further rung.
 //
-// Resources: see docs/conv-ladder.md, "Resource usage" (nvcc -Xptxas -v).
+// Resources (nvcc 13.0, sm_90, -O3, -Xptxas -v; __launch_bounds__ caps every tile at 128 registers):
+//   tile (threads, warp tile)   stage                  registers  spill stores/loads (bytes)  shared
+//   128x128 (256, 64x32)        forward                128        28 / 40                     34 KiB
+//                               backward_input s=1/s>1 128        32 / 48, 28 / 36
+//                               backward_weight        128        56 / 56
+//   64x128 (256, 32x32)         forward, backward_in.  120-128    0                           26 KiB
+//   32x128 (128, 32x32)         forward, backward_in.  127-128    0 (4 / 4 for s=1 backward_input)  22 KiB
+//   64x64 (128, 32x32)          backward_weight        128        0                           18 KiB
+//   32x32 (64, 32x16)           backward_weight        125        0                           10 KiB
+// (64x128 with 4 warps of 32x64 spilled 190-270 bytes: 8 warps of 32x32 instead.)
 //
 // float32, contiguous, 32-bit indexable sizes; anything else is declined. Outputs are overwritten (=).
 #include <cstdint>
