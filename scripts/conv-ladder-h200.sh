@@ -15,14 +15,16 @@
 #             [16,64,32,32]*[128,64,3,3] pad 1), strict FP32, then MINIDL_TF32=1
 #   shapes    the captcha model's convolutions at batch 128 (and MNIST conv2 again), through
 #             `minidl bench --shape conv2d:NxCxHxW,OxCxKHxKW,sSpP` when this build's bench has --shape;
-#             otherwise skipped with a note (the profile step then gives the captcha numbers)
+#             otherwise the profile step instead
 #   models    `mnist bench` (batch 64) and `captcha bench` (batch 128): ms per training step with each
 #             conv2d kernel, strict FP32 and MINIDL_TF32=1
 #   profile   MINIDL_PROFILE=1 captcha bench per conv2d kernel: time per stage summed over the model's ten
 #             convolutions (the profiler synchronises after each kernel)
 # Each step writes $OUT/<step>*.log; the bench steps also print a table (ms, GFLOP/s, cuDNN / kernel
 # time per stage, and forward + both backward stages per shape) into $OUT/<step>_table.txt, and a summary
-# goes to $OUT/summary.log. Only steps whose numbers are needed cost device time: pick them by name.
+# goes to $OUT/summary.log. Only steps whose numbers are needed cost device time: pick them by name. The
+# default steps may take more than one 10-minute device call: split them, e.g. `env tests bench`, then
+# `shapes models`.
 set -u
 bin=${BUILD:-build}/bin
 out=${OUT:-/tmp/conv-ladder}
@@ -91,6 +93,19 @@ captcha_shapes=(
   "conv2d:128x256x4x12,256x256x3x3,s1p1" "conv2d:64x32x26x26,64x32x3x3,s1p0"
 )
 
+# MINIDL_PROFILE=1 captcha bench with each conv2d kernel: per stage, the time summed over the model's ten
+# convolutions (the profiler synchronises after each kernel call, so these are the kernels' own times).
+profile() {
+  local pair k tf32
+  for pair in cudnn:0 cudnn:1 implicit_gemm:0 implicit_gemm_tf32:1 im2col_gemm:0; do
+    k=${pair%:*}
+    tf32=${pair#*:}
+    MINIDL_TF32=$tf32 MINIDL_PROFILE=1 run "profile_${k}_tf32_$tf32" 120 "$bin/captcha" bench --device cuda --batch 128 \
+      --steps 20 --warmup 5 --kernel "conv2d=$k"
+    grep "conv2d" "$out/profile_${k}_tf32_$tf32.log"
+  done | tee "$out/profile_table.txt"
+}
+
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(env tests bench shapes models)
 for s in "${steps[@]}"; do
@@ -118,8 +133,9 @@ for s in "${steps[@]}"; do
       done ;;
     shapes)
       if ! "$bin/minidl" bench --help 2>&1 | grep -q -- "--shape"; then
-        echo "step shapes: this build's minidl bench has no --shape option; skipped (use the profile step)" |
+        echo "step shapes: this build's minidl bench has no --shape option; the profile step instead" |
           tee -a "$out/summary.log"
+        profile
         continue
       fi
       for p in fp32 tf32; do
@@ -146,13 +162,7 @@ for s in "${steps[@]}"; do
       done
       grep -H "ms/step mean" "$out"/mnist_*_fp32.log "$out"/mnist_*_tf32.log "$out"/captcha_*_fp32.log "$out"/captcha_*_tf32.log |
         grep "ms/step mean" | tee "$out/models_table.txt" ;;
-    profile)
-      for k in "${kernels[@]}"; do
-        tf32=0
-        [ $k = implicit_gemm_tf32 ] && tf32=1
-        MINIDL_TF32=$tf32 MINIDL_PROFILE=1 run "profile_$k" 120 "$bin/captcha" bench --device cuda --batch 128 --steps 20 --warmup 5 --kernel "conv2d=$k"
-        grep "conv2d" "$out/profile_$k.log"
-      done | tee "$out/profile_table.txt" ;;
+    profile) profile ;;
     *) echo "unknown step $s (known: env tests memcheck bench shapes models profile)" ;;
   esac
 done
