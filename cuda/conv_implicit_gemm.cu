@@ -24,7 +24,8 @@
 //     the largest of 128, 64, 32 that does not waste more than 1/8 of its rows on M = O or C (32 and 64
 //     channels are common), made smaller when the GPU would otherwise have idle multiprocessors;
 //   - backward_weight has a small output (O x C*KH*KW) and a long K (every output pixel of the batch):
-//     square tiles (128, 64 or 32), and K split into ranges, one per blockIdx.z, whose partial outputs a
+//     tiles 128x128, 64x64, 32x64 or 32x32 (the first that wastes at most 1/8 of the output; 32x64 fits
+//     32 channels with 3x3 kernels, N = 288 c), and K split into ranges, one per blockIdx.z, whose partial outputs a
 //     second kernel adds up in a fixed order (deterministic: no float atomics; the same bits every run).
 // What changes against im2col_gemm, and why it should be faster: no columns buffer (im2col writes K x N
 // floats and the GEMM reads them back: for MNIST conv2 42 MB each way per stage; col2im adds another
@@ -46,6 +47,7 @@
 //                          backward_input s=1/s>1 128        60 / 48, 84 / 80
 //   32x128 4x8 (128)       forward, backward_in.  117-121    0                           10.5 KiB
 //   64x64 4x8 (128)        backward_weight        117        0                           8.5 KiB
+//   32x64 4x8 (64)         backward_weight        127        0                           6.5 KiB
 //   32x32 4x4 (64)         backward_weight        103        0                           4.5 KiB
 // The 8x8 register tiles spill a little (the loaders' per-column state, read once per K slice, not the
 // accumulators); a 64x64 tile with 8x8 per thread spilled 160 bytes, hence 4x8 there.
@@ -77,10 +79,11 @@ struct Fp32Tile : ig::TileConfig<BM, BN, 8, (BM / TM) * (BN / TN), 4> {
 using Rows128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
 using Rows64 = Fp32Tile<64, 128, 8, 8>;    // 128 threads
 using Rows32 = Fp32Tile<32, 128, 4, 8>;    // 128 threads
-// backward_weight: square tiles.
-using Square128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
-using Square64 = Fp32Tile<64, 64, 4, 8>;     // 128 threads (8x8 register tiles spilled here)
-using Square32 = Fp32Tile<32, 32, 4, 4>;     // 64 threads
+// backward_weight (M = O, N = C*KH*KW), chosen by ig::weight_tile in this order.
+using Weight128x128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
+using Weight64x64 = Fp32Tile<64, 64, 4, 8>;      // 128 threads (8x8 register tiles spilled here)
+using Weight32x64 = Fp32Tile<32, 64, 4, 8>;      // 64 threads: 32 output channels, 3x3 kernels (N = 288 c)
+using Weight32x32 = Fp32Tile<32, 32, 4, 4>;      // 64 threads
 
 // One block per BM x BN tile of C (blockIdx.x: columns, blockIdx.y: rows) and per K range (blockIdx.z,
 // the weight gradient's splits). Thread (ty, tx) owns rows g*(4 BM/TM) + ty*4 + {0..3} and columns
@@ -177,31 +180,6 @@ void launch(const ig::GemmParams& p, int splits, cudaStream_t stream) {
   MINIDL_LAUNCH_CHECK();
 }
 
-// BM for forward and backward_input: the largest of 128, 64, 32 whose padding wastes at most 1/8 of the
-// rows of M (32 when none does), halved while the grid would leave multiprocessors without a block.
-int pixel_stage_rows(const ig::GemmParams& p, int sms) {
-  int bm = 32;
-  for (int cand : {128, 64, 32}) {
-    if (int64_t{(p.M + cand - 1) / cand} * cand * 8 <= int64_t{p.M} * 9) {
-      bm = cand;
-      break;
-    }
-  }
-  const int64_t column_tiles = (p.N + 127) / 128;
-  while (bm > 32 && (p.M + bm - 1) / bm * column_tiles < sms) bm /= 2;
-  return bm;
-}
-
-// The square tile of backward_weight: 128 or 64 when its padding wastes at most 1/8 of the O x C*KH*KW
-// output, else 32.
-int weight_tile(const ig::GemmParams& p) {
-  for (int cand : {128, 64}) {
-    const int64_t padded = int64_t{(p.M + cand - 1) / cand} * cand * ((p.N + cand - 1) / cand) * cand;
-    if (padded * 8 <= int64_t{p.M} * p.N * 9) return cand;
-  }
-  return 32;
-}
-
 void fill_zero(Tensor& t, cudaStream_t stream) {
   MINIDL_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, static_cast<size_t>(t.numel()) * sizeof(float), stream));
 }
@@ -220,7 +198,7 @@ bool conv2d_implicit_gemm(const Tensor& x, const Tensor& w, Tensor& y, const Con
     fill_zero(y, stream);
     return true;
   }
-  switch (pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
+  switch (ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
     case 128: launch<Rows128, ig::ForwardStage<Rows128, false>>(p, 1, stream); break;
     case 64: launch<Rows64, ig::ForwardStage<Rows64, false>>(p, 1, stream); break;
     default: launch<Rows32, ig::ForwardStage<Rows32, false>>(p, 1, stream); break;
@@ -255,7 +233,7 @@ bool conv2d_backward_input_implicit_gemm(const Tensor& grad_y, const Tensor& w, 
   Tensor w_by_c = empty({w.numel()}, TensorOptions(DType::float32, Device::cuda(device)));
   ig::relayout_weight_by_channel(w.data<float>(), w_by_c.data<float>(), s, stream);
   const ig::GemmParams p = ig::backward_input_gemm(s, grad_y.data<float>(), w_by_c.data<float>(), grad_x.data<float>());
-  const int bm = pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
+  const int bm = ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
   if (s.sh == 1 && s.sw == 1)
     launch_backward_input<true>(p, bm, stream);
   else
@@ -264,6 +242,22 @@ bool conv2d_backward_input_implicit_gemm(const Tensor& grad_y, const Tensor& w, 
 }
 
 // ---------------------------------------------------------------- backward_weight
+// Splits K for about 1,024 threads per multiprocessor (ig::set_splits), runs the GEMM into grad_w or into
+// per-split partial sums, and adds those up in a fixed order.
+template <class Cfg>
+void backward_weight(ig::GemmParams p, Tensor& grad_w, int device, cudaStream_t stream) {
+  const int64_t tiles = int64_t{(p.M + Cfg::BM - 1) / Cfg::BM} * ((p.N + Cfg::BN - 1) / Cfg::BN);
+  const int splits = ig::set_splits(p, tiles, Cfg::BK, Cfg::kThreads, cuda::properties(device).multiProcessorCount);
+  Tensor partial;
+  if (splits > 1) {
+    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
+    p.out = partial.data<float>();
+    p.out_vec = ig::vector_width(p.out, p.plane);
+  }
+  launch<Cfg, ig::BackwardWeightStage<Cfg, false>>(p, splits, stream);
+  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
+}
+
 bool conv2d_backward_weight_implicit_gemm(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                           const Conv2dParams& cp) {
   if (!ig::float32_contiguous_cuda({&x, &grad_y, &grad_w})) return false;
@@ -278,22 +272,12 @@ bool conv2d_backward_weight_implicit_gemm(const Tensor& x, const Tensor& grad_y,
     fill_zero(grad_w, stream);
     return true;
   }
-  const int tile = weight_tile(p);
-  const int threads = tile == 128 ? Square128::kThreads : tile == 64 ? Square64::kThreads : Square32::kThreads;
-  const int64_t tiles = int64_t{(p.M + tile - 1) / tile} * ((p.N + tile - 1) / tile);
-  const int splits = ig::set_splits(p, tiles, Square64::BK, threads, cuda::properties(device).multiProcessorCount);
-  Tensor partial;
-  if (splits > 1) {
-    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
-    p.out = partial.data<float>();
-    p.out_vec = ig::vector_width(p.out, p.plane);
+  switch (ig::weight_tile(p, {{128, 128}, {64, 64}, {32, 64}, {32, 32}})) {
+    case 0: backward_weight<Weight128x128>(p, grad_w, device, stream); break;
+    case 1: backward_weight<Weight64x64>(p, grad_w, device, stream); break;
+    case 2: backward_weight<Weight32x64>(p, grad_w, device, stream); break;
+    default: backward_weight<Weight32x32>(p, grad_w, device, stream); break;
   }
-  switch (tile) {
-    case 128: launch<Square128, ig::BackwardWeightStage<Square128, false>>(p, splits, stream); break;
-    case 64: launch<Square64, ig::BackwardWeightStage<Square64, false>>(p, splits, stream); break;
-    default: launch<Square32, ig::BackwardWeightStage<Square32, false>>(p, splits, stream); break;
-  }
-  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
   return true;
 }
 

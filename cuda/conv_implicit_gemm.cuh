@@ -43,6 +43,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 
 #include "cuda/cuda_common.h"
 #include "ops/kernel_signatures.h"
@@ -196,6 +197,41 @@ inline int set_splits(GemmParams& g, int64_t tiles, int bk, int threads, int sms
   per = std::max<int64_t>(bk, (per + bk - 1) / bk * bk);
   g.k_per_split = static_cast<int>(per);
   return static_cast<int>(std::max<int64_t>(1, (g.K + per - 1) / per));  // no empty split
+}
+
+// BM for forward and backward_input (BN = 128 there: N is a pixel count): the largest of 128, 64, 32 whose
+// padding wastes at most 1/8 of the rows of M (32 when none does), halved while the grid would leave
+// some of the `sms` multiprocessors without a block.
+inline int pixel_stage_rows(const GemmParams& g, int sms) {
+  int bm = 32;
+  for (int cand : {128, 64, 32}) {
+    if (int64_t{(g.M + cand - 1) / cand} * cand * 8 <= int64_t{g.M} * 9) {
+      bm = cand;
+      break;
+    }
+  }
+  const int64_t column_tiles = (g.N + 127) / 128;
+  while (bm > 32 && (g.M + bm - 1) / bm * column_tiles < sms) bm /= 2;
+  return bm;
+}
+
+// backward_weight's tile for its O x C*KH*KW output, as an index into `tiles` (BM, BN), listed largest
+// first: the first whose padding wastes at most 1/8 of the output, else the one with the least padded
+// area (the earlier on a tie). The split over K then supplies the parallelism.
+inline int weight_tile(const GemmParams& g, std::initializer_list<std::pair<int, int>> tiles) {
+  const int64_t area = int64_t{g.M} * g.N;
+  int best = 0, index = 0;
+  int64_t best_padded = INT64_MAX;
+  for (const std::pair<int, int>& t : tiles) {
+    const int64_t padded = int64_t{(g.M + t.first - 1) / t.first} * t.first * ((g.N + t.second - 1) / t.second) * t.second;
+    if (padded * 8 <= area * 9) return index;
+    if (padded < best_padded) {
+      best_padded = padded;
+      best = index;
+    }
+    ++index;
+  }
+  return best;
 }
 
 // ---------------------------------------------------------------- small kernels around the GEMMs

@@ -21,7 +21,7 @@
 // tiles whose k runs along lanes; the stores are one per element, the fragment loads several.)
 // Tiles: BK = 16 (two mma K steps per barrier); forward/backward_input 128x128 (8 warps of 64x32),
 // 64x128 (8 warps of 32x32), 32x128 (4 warps of 32x32); backward_weight 128x128, 64x64 (4 warps of
-// 32x32), 32x32 (2 warps of 32x16). Chosen by shape as in the FP32 file.
+// 32x32), 32x64 (4 warps of 32x16), 32x32 (2 warps of 32x16). Chosen by shape as in the FP32 file.
 //
 // Precision: TF32 keeps about 3 decimal digits per product (unit roundoff 2^-11 per operand); a sum of
 // K products of magnitude |a||b| has an error up to about 2^-10 * sum_k |a_k b_k| (tests/test_util.h
@@ -45,6 +45,7 @@
 //   64x128 (256, 32x32)         forward, backward_in.  120-128    0                           26 KiB
 //   32x128 (128, 32x32)         forward, backward_in.  127-128    0 (4 / 4 for s=1 backward_input)  22 KiB
 //   64x64 (128, 32x32)          backward_weight        128        0                           18 KiB
+//   32x64 (128, 32x16)          backward_weight        116        0                           14 KiB
 //   32x32 (64, 32x16)           backward_weight        125        0                           10 KiB
 // (64x128 with 4 warps of 32x64 spilled 190-270 bytes: 8 warps of 32x32 instead.)
 //
@@ -79,10 +80,11 @@ struct Tf32Tile : ig::TileConfig<BM, BN, 16, 32 * WARPS_M * WARPS_N, 8> {
 using Rows128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
 using Rows64 = Tf32Tile<64, 128, 2, 4>;    // 256 threads, warp tile 32x32
 using Rows32 = Tf32Tile<32, 128, 1, 4>;    // 128 threads, warp tile 32x32
-// backward_weight: square tiles.
-using Square128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads
-using Square64 = Tf32Tile<64, 64, 2, 2>;     // 128 threads, warp tile 32x32
-using Square32 = Tf32Tile<32, 32, 1, 2>;     // 64 threads, warp tile 32x16
+// backward_weight (M = O, N = C*KH*KW), chosen by ig::weight_tile in this order.
+using Weight128x128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
+using Weight64x64 = Tf32Tile<64, 64, 2, 2>;      // 128 threads, warp tile 32x32
+using Weight32x64 = Tf32Tile<32, 64, 1, 4>;      // 128 threads, warp tile 32x16
+using Weight32x32 = Tf32Tile<32, 32, 1, 2>;      // 64 threads, warp tile 32x16
 
 // D += A B for one 16x8x8 tile; a and b hold TF32 bit patterns (the loaders rounded them).
 __device__ __forceinline__ void mma_tf32_16x8x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -188,28 +190,6 @@ void launch(const ig::GemmParams& p, int splits, cudaStream_t stream) {
   MINIDL_LAUNCH_CHECK();
 }
 
-// Tile choice: the same rules as cuda/conv_implicit_gemm.cu.
-int pixel_stage_rows(const ig::GemmParams& p, int sms) {
-  int bm = 32;
-  for (int cand : {128, 64, 32}) {
-    if (int64_t{(p.M + cand - 1) / cand} * cand * 8 <= int64_t{p.M} * 9) {
-      bm = cand;
-      break;
-    }
-  }
-  const int64_t column_tiles = (p.N + 127) / 128;
-  while (bm > 32 && (p.M + bm - 1) / bm * column_tiles < sms) bm /= 2;
-  return bm;
-}
-
-int weight_tile(const ig::GemmParams& p) {
-  for (int cand : {128, 64}) {
-    const int64_t padded = int64_t{(p.M + cand - 1) / cand} * cand * ((p.N + cand - 1) / cand) * cand;
-    if (padded * 8 <= int64_t{p.M} * p.N * 9) return cand;
-  }
-  return 32;
-}
-
 void fill_zero(Tensor& t, cudaStream_t stream) {
   MINIDL_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, static_cast<size_t>(t.numel()) * sizeof(float), stream));
 }
@@ -233,7 +213,7 @@ bool conv2d_implicit_gemm_tf32(const Tensor& x, const Tensor& w, Tensor& y, cons
     fill_zero(y, stream);
     return true;
   }
-  switch (pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
+  switch (ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
     case 128: launch<Rows128, ig::ForwardStage<Rows128, true>>(p, 1, stream); break;
     case 64: launch<Rows64, ig::ForwardStage<Rows64, true>>(p, 1, stream); break;
     default: launch<Rows32, ig::ForwardStage<Rows32, true>>(p, 1, stream); break;
@@ -267,7 +247,7 @@ bool conv2d_backward_input_implicit_gemm_tf32(const Tensor& grad_y, const Tensor
   Tensor w_by_c = empty({w.numel()}, TensorOptions(DType::float32, Device::cuda(device)));
   ig::relayout_weight_by_channel(w.data<float>(), w_by_c.data<float>(), s, stream);
   const ig::GemmParams p = ig::backward_input_gemm(s, grad_y.data<float>(), w_by_c.data<float>(), grad_x.data<float>());
-  const int bm = pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
+  const int bm = ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
   if (s.sh == 1 && s.sw == 1)
     launch_backward_input<true>(p, bm, stream);
   else
@@ -276,6 +256,22 @@ bool conv2d_backward_input_implicit_gemm_tf32(const Tensor& grad_y, const Tensor
 }
 
 // ---------------------------------------------------------------- backward_weight
+// Splits K for about 1,024 threads per multiprocessor (ig::set_splits), runs the GEMM into grad_w or into
+// per-split partial sums, and adds those up in a fixed order.
+template <class Cfg>
+void backward_weight(ig::GemmParams p, Tensor& grad_w, int device, cudaStream_t stream) {
+  const int64_t tiles = int64_t{(p.M + Cfg::BM - 1) / Cfg::BM} * ((p.N + Cfg::BN - 1) / Cfg::BN);
+  const int splits = ig::set_splits(p, tiles, Cfg::BK, Cfg::kThreads, cuda::properties(device).multiProcessorCount);
+  Tensor partial;
+  if (splits > 1) {
+    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
+    p.out = partial.data<float>();
+    p.out_vec = ig::vector_width(p.out, p.plane);
+  }
+  launch<Cfg, ig::BackwardWeightStage<Cfg, true>>(p, splits, stream);
+  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
+}
+
 bool conv2d_backward_weight_implicit_gemm_tf32(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                                const Conv2dParams& cp) {
   if (!tf32_wanted() || !ig::float32_contiguous_cuda({&x, &grad_y, &grad_w})) return false;
@@ -290,22 +286,12 @@ bool conv2d_backward_weight_implicit_gemm_tf32(const Tensor& x, const Tensor& gr
     fill_zero(grad_w, stream);
     return true;
   }
-  const int tile = weight_tile(p);
-  const int threads = tile == 128 ? Square128::kThreads : tile == 64 ? Square64::kThreads : Square32::kThreads;
-  const int64_t tiles = int64_t{(p.M + tile - 1) / tile} * ((p.N + tile - 1) / tile);
-  const int splits = ig::set_splits(p, tiles, Square64::BK, threads, cuda::properties(device).multiProcessorCount);
-  Tensor partial;
-  if (splits > 1) {
-    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
-    p.out = partial.data<float>();
-    p.out_vec = ig::vector_width(p.out, p.plane);
+  switch (ig::weight_tile(p, {{128, 128}, {64, 64}, {32, 64}, {32, 32}})) {
+    case 0: backward_weight<Weight128x128>(p, grad_w, device, stream); break;
+    case 1: backward_weight<Weight64x64>(p, grad_w, device, stream); break;
+    case 2: backward_weight<Weight32x64>(p, grad_w, device, stream); break;
+    default: backward_weight<Weight32x32>(p, grad_w, device, stream); break;
   }
-  switch (tile) {
-    case 128: launch<Square128, ig::BackwardWeightStage<Square128, true>>(p, splits, stream); break;
-    case 64: launch<Square64, ig::BackwardWeightStage<Square64, true>>(p, splits, stream); break;
-    default: launch<Square32, ig::BackwardWeightStage<Square32, true>>(p, splits, stream); break;
-  }
-  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
   return true;
 }
 

@@ -103,6 +103,7 @@ const std::vector<ConvCase> kConvCases = {
     // 136 column tiles, so 128 (then 64) channels take the 128-row (64-row) tiles in every stage.
     {{17, 128, 32, 32}, {128, 128, 1, 1}, conv_params(1, 1, 0, 0)},
     {{17, 64, 32, 32}, {64, 64, 1, 1}, conv_params(1, 1, 0, 0)},
+    {{4, 32, 10, 10}, {32, 32, 3, 3}, conv_params(1, 1, 1, 1)},  // their 32x64 weight-gradient tile (N = 288)
 };
 
 // compare() for a conv2d kernel whose outputs are sums of `terms` products of numbers in [-1, 1]:
