@@ -7,10 +7,11 @@
 #
 #   BUILD=build OUT=/tmp/conv-ladder bash scripts/conv-ladder-h200.sh [STEP...]
 #
-# Steps (default: env tests bench shapes models; memcheck and profile only by name):
+# Steps (default: env tests bench shapes models; memcheck, racecheck and profile only by name):
 #   env       nvidia-smi (GPU, driver, clocks) and `minidl info` (CUDA, cuDNN, cuBLAS versions)
 #   tests     minidl_tests "[conv2d]" (GPU sweeps, TF32 declines, split-K reproducibility) and "[conv]"
 #   memcheck  compute-sanitizer --tool memcheck on minidl_tests "[conv2d]"
+#   racecheck compute-sanitizer --tool racecheck on the same, instrumenting the implicit GEMM kernels only
 #   bench     minidl bench --op conv2d --device cuda at its fixed shapes (MNIST conv1, conv2,
 #             [16,64,32,32]*[128,64,3,3] pad 1), strict FP32, then MINIDL_TF32=1
 #   shapes    the captcha model's convolutions at batch 128 (and MNIST conv2 again), through
@@ -123,6 +124,10 @@ for s in "${steps[@]}"; do
     memcheck)
       run memcheck 540 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/minidl_tests" "[conv2d]"
       tail -n 5 "$out/memcheck.log" ;;
+    racecheck)  # shared-memory hazards of the double-buffered tiles; only the implicit GEMM kernels instrumented
+      run racecheck 540 compute-sanitizer --tool racecheck --kernel-regex kns=implicit_gemm --error-exitcode 9 \
+        "$bin/minidl_tests" "[conv2d]"
+      tail -n 5 "$out/racecheck.log" ;;
     bench)
       run bench_fp32 240 "$bin/minidl" bench --op conv2d --device cuda --repeat "$repeat"
       MINIDL_TF32=1 run bench_tf32 240 "$bin/minidl" bench --op conv2d --device cuda --repeat "$repeat"
@@ -163,7 +168,7 @@ for s in "${steps[@]}"; do
       grep -H "ms/step mean" "$out"/mnist_*_fp32.log "$out"/mnist_*_tf32.log "$out"/captcha_*_fp32.log "$out"/captcha_*_tf32.log |
         grep "ms/step mean" | tee "$out/models_table.txt" ;;
     profile) profile ;;
-    *) echo "unknown step $s (known: env tests memcheck bench shapes models profile)" ;;
+    *) echo "unknown step $s (known: env tests memcheck racecheck bench shapes models profile)" ;;
   esac
 done
 cat "$out/summary.log"
