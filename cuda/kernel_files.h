@@ -32,6 +32,8 @@ MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_cuda)          // cuda/matmul_tf32
 #endif
 MINIDL_KERNEL_FILE(register_conv_direct_cuda)  // cuda/conv_direct.cu
 MINIDL_KERNEL_FILE(register_conv_im2col_cuda)  // cuda/conv_im2col.cu
+MINIDL_KERNEL_FILE(register_conv_implicit_gemm_cuda)       // cuda/conv_implicit_gemm.cu
+MINIDL_KERNEL_FILE(register_conv_implicit_gemm_tf32_cuda)  // cuda/conv_implicit_gemm_tf32.cu
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
 #endif

@@ -66,7 +66,7 @@ std::vector<std::string> kernels_for(const std::string& key, DeviceType device) 
   return names;
 }
 
-bool is_tf32_kernel(const std::string& name) { return name.rfind("tf32_", 0) == 0; }
+bool is_tf32_kernel(const std::string& name) { return name.find("tf32") != std::string::npos; }
 
 double tf32_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 256; }
 

@@ -46,22 +46,27 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
 // refuses everything still fails on the plain inputs.
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
 
-// Matmul kernels named "tf32_*" multiply on TF32 tensor cores (cuda/matmul_tf32_*.cu): their inputs keep
-// 10 of float32's 23 mantissa bits (rounded, or truncated by wgmma), so each product is off by up to
-// 2^-9 of its size. Compared with the float32 reference they get, for sums of K products of terms of size
-// up to about 1 (the tests' values in [-1, 1]; gradient checks reach 1.5):
+// TF32 tensor-core kernels: their names contain "tf32" (matmul's tf32_mma and tf32_wgmma, conv2d's
+// implicit_gemm_tf32). Their inputs keep 10 of float32's 23 mantissa bits (rounded, or truncated by
+// wgmma), so each product is off by up to 2^-9 of its size. Compared with the float32 reference:
 //   rtol kTf32Rtol = 2^-8   for the systematic part: truncation shrinks every product, which moves a sum
 //                           by up to ~2^-10 of its value;
-//   atol tf32_atol(K) = 2^-8 sqrt(K)   for the random part: per-product errors of random sign add up
-//                           to a standard deviation below 2^-11 sqrt(K), so this is 8 of them.
+//   atol, two ways to bound the rest of a sum of K products:
+//     tf32_atol(K) = 2^-8 sqrt(K)   (matmul) the random part: per-product errors of random sign add up to a
+//                           standard deviation below 2^-11 sqrt(K) for terms up to about 1, so this is 8 of them;
+//     tf32_atol_bound(K, m) = 2^-10 * 2 K m   (conv) the worst case: every product's error of 2^-10 |a b|
+//                           with the same sign, for a mean |a b| of m (1/4 for operands uniform in [-1, 1]).
 // A kernel that mixes up elements is still caught: its errors are as large as the outputs themselves
-// (about sqrt(K) / 3 for such values), some 85 times tf32_atol.
+// (about sqrt(K) / 3 for such values), far above either atol for the tests' sizes.
 struct Tolerance {
   double rtol, atol;
 };
 bool is_tf32_kernel(const std::string& name);
-double tf32_atol(int64_t terms);
 constexpr double kTf32Rtol = 1.0 / 256;
+double tf32_atol(int64_t terms);
+inline double tf32_atol_bound(int64_t terms, double mean_abs_product = 0.25) {
+  return 1e-5 + (2.0 * static_cast<double>(terms) * mean_abs_product) / 1024;
+}
 // The tolerance for matmul kernel `name` on sums of `terms` products: `fp32` for float32 kernels, the
 // TF32 one above for tensor-core kernels.
 Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32);
