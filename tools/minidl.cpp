@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "time and check every kernel of every key (or of --op)");
   bench->add_option("--op", b.ops, "only this op or key (repeatable; default: every key)");
   bench->add_option("--kernel", b.kernels, "only kernels of this name (repeatable; naive above "
-                                           "2.5e8 FLOP runs only when named)");
+                                           "5e8 FLOP runs only when named)");
   bench->add_option("--device", b.device, "cpu, cuda or cuda:N (default cpu)");
   bench->add_option("--shape", b.shapes, "KEY:SPEC, replacing the key's default shapes (repeatable; syntax below)");
   bench->add_option("--repeat", b.repeat, "timed calls per kernel and shape, at most (default 20)");

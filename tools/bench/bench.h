@@ -23,7 +23,7 @@ struct BenchOptions {
   double budget_seconds = 0.5;       // ... fewer when they would take longer than this (at least one)
   // A naive kernel above this many FLOPs is not timed unless --kernel naive asks for it, and the
   // reference is then the CPU's vendor kernel when the key has one (naive 1024^3 takes ~9 s).
-  double naive_flop_limit = 2.5e8;
+  double naive_flop_limit = 5e8;
   std::string json_path;  // JSON Lines, one record per line
   std::string svg_path;   // GFLOP/s bars and a roofline
 };

@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <string>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "core/dispatch.h"
@@ -37,8 +38,11 @@ struct BenchCase {
 
 // A shape the bench times by default, and where it comes from ("MNIST conv2", "large").
 struct DefaultShape {
+  DefaultShape(std::string spec_, std::string label_, std::string device_ = "")
+      : spec(std::move(spec_)), label(std::move(label_)), device(std::move(device_)) {}
   std::string spec;
   std::string label;
+  std::string device;  // "cpu" or "cuda" for a shape sized for one device type only; "" for both
 };
 
 // A key a family serves, with its kernels' signature: the alias of ops/kernel_signatures.h and its type.

@@ -164,7 +164,8 @@ void add_dense_cases(std::vector<CaseFamily>& families) {
                       {{"64x128x9216,tb", "MNIST fc1 forward, x W^T"},
                        {"128x9216x64,ta", "MNIST fc1 weight gradient, grad_y^T x"},
                        {"1536x384x512,tb", "captcha GRU input projection, 12 steps x 128"},
-                       {"1024x1024x1024", "large: the CPU GEMM ladder's case"}},
+                       {"1024x1024x1024", "large on a CPU: the GEMM ladder's case", "cpu"},
+                       {"4096x4096x4096", "large on a GPU", "cuda"}},
                       matmul_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(Conv2dKernel, {"conv2d"}),
                              concat(MINIDL_BENCH_KEYS(Conv2dBackwardInputKernel, {"conv2d.backward_input"}),

@@ -276,7 +276,9 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
       if (it != shapes.end() && specs.empty())
         for (const std::string& spec : it->second) specs.push_back({spec, ""});
     }
-    if (specs.empty()) specs = family->defaults;
+    if (specs.empty())
+      for (const DefaultShape& shape : family->defaults)
+        if (shape.device.empty() || shape.device == device_type_name(d.type)) specs.push_back(shape);
     for (const DefaultShape& shape : specs) {
       std::vector<Row> rows = run_case(key, shape, *family, d, flush, o);
       if (rows.empty()) continue;
