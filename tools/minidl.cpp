@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   bench->add_option("--shape", b.shapes, "KEY:SPEC, replacing the key's default shapes (repeatable; syntax below)");
   bench->add_option("--repeat", b.repeat, "timed calls per kernel and shape, at most (default 20)");
   bench->add_option("--budget", b.budget_seconds,
-                    "seconds of timed calls per kernel and shape before fewer are made (default 0.5)");
+                    "seconds of timed calls per kernel and shape before fewer are made (default 0.25)");
   bench->add_option("--json", b.json_path, "also write JSON Lines to FILE (a machine record, then one per kernel)");
   bench->add_option("--svg", b.svg_path, "also draw GFLOP/s bars and a roofline to FILE");
   bench->footer(shape_syntax_help());

@@ -20,7 +20,7 @@ struct BenchOptions {
   std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
   std::vector<std::string> shapes;   // "KEY:SPEC" (KEY an op or a key); replaces that key's default shapes
   int repeat = 20;                   // timed calls per kernel and shape, at most
-  double budget_seconds = 0.5;       // ... fewer when they would take longer than this (at least one)
+  double budget_seconds = 0.25;      // ... fewer when they would take longer than this (at least one)
   // A naive kernel above this many FLOPs is not timed unless --kernel naive asks for it, and the
   // reference is then the CPU's vendor kernel when the key has one (naive 1024^3 takes ~9 s).
   double naive_flop_limit = 5e8;
