@@ -52,6 +52,9 @@ std::string cell(double value, const char* format) {
   return buf;
 }
 
+// Milliseconds: three decimals, or three significant digits below 1 ms ("0.000412").
+std::string time_cell(double seconds) { return cell(seconds * 1e3, seconds >= 1e-3 ? "%.3f" : "%.3g"); }
+
 // A rate with three significant digits, at least one decimal: "0.0031", "4.27", "85.3", "1234.5".
 std::string rate_cell(double value) {
   if (value <= 0 || !std::isfinite(value)) return "-";
@@ -69,22 +72,24 @@ std::string error_cell(const Row& row) {
 
 void print_case(std::FILE* out, const std::vector<Row>& rows) {
   const Row& first = rows.front();
-  std::fprintf(out, "%s %s%s%s: %s, %s; reference %s\n", first.key.c_str(), first.shape.c_str(),
+  // A long spec (an optimizer's list of parameter shapes) is cut; the label says what it is.
+  const std::string shape = first.shape.size() > 48 ? first.shape.substr(0, 40) + "..." : first.shape;
+  std::fprintf(out, "%s %s%s%s: %s, %s; reference %s\n", first.key.c_str(), shape.c_str(),
                first.label.empty() ? "" : " -- ", first.label.c_str(),
                first.flops > 0 ? human(first.flops, "FLOP").c_str() : "no FLOPs",
                human(first.bytes, "B").c_str(), first.reference.c_str());
   const std::string vendor = first.vendor.empty() ? "vs vendor" : "vs " + first.vendor;
-  std::fprintf(out, "  %-20s %10s %10s %9s %9s %12s %8s  %s\n", "kernel", "median ms", "min ms", "GFLOP/s", "GB/s",
+  std::fprintf(out, "  %-20s %10s %10s %9s %9s %14s %8s  %s\n", "kernel", "median ms", "min ms", "GFLOP/s", "GB/s",
                vendor.c_str(), "max err", "note");
   for (const Row& row : rows) {
     if (!row.shown) continue;
     if (row.status != "ok") {
-      std::fprintf(out, "  %-20s %10s %10s %9s %9s %12s %8s  %s%s%s\n", row.kernel.c_str(), "-", "-", "-", "-", "-",
+      std::fprintf(out, "  %-20s %10s %10s %9s %9s %14s %8s  %s%s%s\n", row.kernel.c_str(), "-", "-", "-", "-", "-",
                    "-", row.status.c_str(), row.note.empty() ? "" : ": ", row.note.c_str());
       continue;
     }
-    std::fprintf(out, "  %-20s %10.3f %10.3f %9s %9s %12s %8s  %s\n", row.kernel.c_str(), row.median_s * 1e3,
-                 row.min_s * 1e3, rate_cell(row.gflops()).c_str(), rate_cell(row.gbytes_per_s()).c_str(),
+    std::fprintf(out, "  %-20s %10s %10s %9s %9s %14s %8s  %s\n", row.kernel.c_str(), time_cell(row.median_s).c_str(),
+                 time_cell(row.min_s).c_str(), rate_cell(row.gflops()).c_str(), rate_cell(row.gbytes_per_s()).c_str(),
                  row.vs_vendor < 0 ? "-" : cell(100 * row.vs_vendor, "%.1f%%").c_str(), error_cell(row).c_str(),
                  row.note.c_str());
   }
