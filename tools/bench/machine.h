@@ -43,8 +43,13 @@ class CacheFlush {
 struct Calibration {
   double median_s = 0;
   double spread = 0;
+  double best_rate = 0;  // of the fastest run: FLOP/s (the CPU's FMA loop) or bytes/s (a GPU's copy)
 };
 Calibration calibrate(const MachineInfo& machine, int runs);
+
+// On the CPU, raises the measured peak to a calibration's best FMA loop when that was faster (the peak
+// is measured first, and a busy moment then would understate it). True when it changed.
+bool revise_peak(MachineInfo& machine, const Calibration& c);
 constexpr double kLoadedSpread = 0.10;
 
 }  // namespace bench
