@@ -143,6 +143,23 @@ TEST_CASE("the matmul sweep accepts a kernel that declines transposed operands, 
                                        "test_declines_everything declined (served by "));
 }
 
+TEST_CASE("the guide's kernel, ikj, passes the sweep and declines float64 and a transposed b",
+          "[matmul][guide]") {
+  CHECK(matmul_sweep(Device::cpu(), "ikj") == "");
+  SelectionReset reset;
+  select_kernel("matmul", DeviceType::cpu, "ikj");
+  const Tensor a = uniform({1, 3, 4}, -1, 1, DType::float32), b = uniform({1, 5, 4}, -1, 1, DType::float32);
+  Tensor out = empty({1, 3, 5});
+  dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, out, false, /*trans_b=*/true);
+  CHECK(last_declined_kernels("matmul", DeviceType::cpu) == std::vector<std::string>{"ikj"});
+  Tensor out64 = empty({1, 3, 5}, DType::float64);
+  dispatch<MatmulKernel>("matmul", Device::cpu(), a.to(DType::float64), b.to(DType::float64), out64, false, true);
+  CHECK(last_declined_kernels("matmul", DeviceType::cpu) == std::vector<std::string>{"ikj"});
+  dispatch<MatmulKernel>("matmul", Device::cpu(), a.transpose(1, 2).contiguous(), b.transpose(1, 2).contiguous(),
+                         out, /*trans_a=*/true, false);
+  CHECK(last_kernel("matmul", DeviceType::cpu) == "ikj");
+}
+
 TEST_CASE("matmul with an empty inner dimension is zeros, and empty products are empty", "[matmul]") {
   Tensor a = empty({2, 3, 0}, DType::float64).requires_grad_(), b = empty({2, 0, 4}, DType::float64).requires_grad_();
   Tensor out = matmul(a, b);

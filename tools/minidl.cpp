@@ -23,6 +23,11 @@ static std::string shape_syntax_help() {
     std::string keys;
     for (const bench::CaseKey& k : family.keys) keys += (keys.empty() ? "" : " ") + k.key;
     help += "  " + keys + "\n      " + family.syntax + "   " + family.syntax_help + " (e.g. " + family.example + ")\n";
+    std::string defaults;
+    for (const bench::DefaultShape& d : family.defaults)
+      defaults += (defaults.empty() ? "" : ", ") + (d.spec.size() > 32 ? d.label : d.spec) +
+                  (d.device.empty() ? "" : " (" + d.device + ")");
+    help += "      default: " + defaults + "\n";
   }
   help += "e.g. --shape matmul:4096x4096x4096 --shape conv2d:128x64x32x32,128x64x3x3,s1p1\n";
   return help;
