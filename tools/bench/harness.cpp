@@ -16,6 +16,7 @@
 //   4. The machine: a calibration workload timed before and after; a spread above 10% prints a warning.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -84,9 +85,17 @@ std::vector<std::vector<double>> snapshot(const BenchCase& c) {
   return out;
 }
 
+// The relative error above which kernel `name` on d is WRONG (tools/bench/bench.h).
+double wrong_threshold(const std::string& name, Device d) {
+  const char* tf32 = std::getenv("MINIDL_TF32");
+  const bool tf32_allowed = tf32 != nullptr && std::atoi(tf32) > 0;
+  if (name.rfind("tf32", 0) == 0 || (!d.is_cpu() && tf32_allowed && is_vendor_kernel(name))) return kTf32RelativeError;
+  return kWrongRelativeError;
+}
+
 // max |got - ref| and that divided by max |ref|. Equal infinities and NaN against NaN agree; any other
 // non-finite difference is an infinite error.
-void compare(const BenchCase& c, const std::vector<std::vector<double>>& ref, Row& row) {
+void compare(const BenchCase& c, const std::vector<std::vector<double>>& ref, Device d, Row& row) {
   double max_err = 0, max_ref = 0;
   const std::vector<Tensor> outputs = c.outputs();
   for (size_t o = 0; o < ref.size(); ++o)
@@ -99,7 +108,7 @@ void compare(const BenchCase& c, const std::vector<std::vector<double>>& ref, Ro
     });
   row.max_abs_err = max_err;
   row.max_rel_err = max_ref > 0 ? max_err / max_ref : max_err;
-  row.wrong = !(row.max_rel_err <= kWrongRelativeError);
+  row.wrong = !(row.max_rel_err <= wrong_threshold(row.kernel, d));
 }
 
 struct Reference {
@@ -124,10 +133,30 @@ Reference choose_reference(const std::string& key, double flops, const BenchOpti
   return {nullptr, "none (no naive CPU kernel)"};
 }
 
+// Selects kernel k for its op while it is timed, as `--kernel OP=NAME` would, and puts the previous
+// selection back after: a kernel may serve only when selected (the tf32_* matmul kernels without
+// MINIDL_TF32=1), and the bench times each kernel as a user choosing it would get it.
+class SelectedWhileTimed {
+ public:
+  explicit SelectedWhileTimed(const KernelInfo& k)
+      : op_(k.op), device_(k.device), previous_(KernelRegistry::instance().selected(k.op, k.device)) {
+    KernelRegistry::instance().select(op_, device_, k.name);
+  }
+  ~SelectedWhileTimed() { KernelRegistry::instance().select(op_, device_, previous_); }
+  SelectedWhileTimed(const SelectedWhileTimed&) = delete;
+  SelectedWhileTimed& operator=(const SelectedWhileTimed&) = delete;
+
+ private:
+  std::string op_;
+  DeviceType device_;
+  std::string previous_;
+};
+
 // Times kernel k on case c (the method's step 3); fills the row's times and status.
 void time_kernel(const KernelInfo& k, BenchCase& c, Device d, CacheFlush& flush, const BenchOptions& o, Row& row,
                  const std::vector<std::vector<double>>* reference) {
   DeviceBackend& backend = backend_for(d.type);
+  SelectedWhileTimed selected(k);
   if (c.prepare) {
     const std::string why = c.prepare(k);
     if (!why.empty()) {
@@ -143,7 +172,7 @@ void time_kernel(const KernelInfo& k, BenchCase& c, Device d, CacheFlush& flush,
     row.status = "declined";
     return;
   }
-  if (reference) compare(c, *reference, row);
+  if (reference) compare(c, *reference, d, row);
   const int runs = std::max(1, std::min(o.repeat, static_cast<int>(o.budget_seconds / std::max(warmup, 1e-9))));
   std::vector<double> times;
   for (int i = 0; i < runs; ++i) {
@@ -210,7 +239,7 @@ std::vector<Row> run_case(const std::string& key, const DefaultShape& shape, con
     ref_outputs = snapshot(ref_case);
     have_reference = true;
   }
-  for (Row& row : rows) row.reference = ref.why;
+  for (Row& row : rows) row.reference = have_reference ? ref.why : "not run (no kernel timed)";
 
   size_t next = 0;
   for (Row& row : rows) {
