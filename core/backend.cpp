@@ -1,6 +1,7 @@
 #include "core/backend.h"
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 
@@ -14,6 +15,16 @@ void ensure_registered();  // core/registry_init.cpp
 namespace {
 DeviceBackend* backends[kNumDeviceTypes] = {nullptr, nullptr};
 }
+
+double DeviceBackend::time_on_device(const std::function<void()>& work, int device_index) {
+  synchronize(device_index);
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  synchronize(device_index);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+DeviceSpec DeviceBackend::spec(int) { return {}; }
 
 void register_backend(DeviceType type, DeviceBackend* backend) { backends[static_cast<int>(type)] = backend; }
 

@@ -5,11 +5,22 @@
 // Kernels never go through this interface: they are found through the dispatch table (core/dispatch.h).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "core/device.h"
 
 namespace minidl {
+
+// What a benchmark needs to know about a device (`minidl bench`, tools/bench/): the cache a timed call
+// must not find warm and the peaks of its roofline. 0 means unknown; `how` says where each number came from.
+struct DeviceSpec {
+  std::string name;
+  size_t cache_bytes = 0;            // the last cache level a flush must evict (a GPU's L2)
+  double peak_flops = 0;             // float32 FLOP/s (an FMA counts 2), without tensor cores
+  double peak_bytes_per_second = 0;  // memory bandwidth
+  std::string how;
+};
 
 class DeviceBackend {
  public:
@@ -27,6 +38,15 @@ class DeviceBackend {
 
   // Waits until all work queued on the device is done.
   virtual void synchronize(int device_index) = 0;
+
+  // For benchmarks: the seconds the device spends on the work `work` queues, measured on the device's own
+  // clock where it has one. The default waits for queued work, then reads the host clock around work()
+  // and a synchronisation (exact for the CPU); the CUDA backend records events on its stream instead,
+  // so the launch cost on the host is not counted.
+  virtual double time_on_device(const std::function<void()>& work, int device_index);
+  // For benchmarks: what the backend knows of the device (the default knows nothing; tools/bench measures
+  // the CPU itself).
+  virtual DeviceSpec spec(int device_index);
 
   // How many devices of this type are usable; 0 with reason() saying why.
   virtual int device_count() = 0;

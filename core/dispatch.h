@@ -16,8 +16,9 @@
 //   - API:         minidl::select_kernel("matmul", DeviceType::cpu, "naive");
 //   - environment: MINIDL_KERNELS="matmul=naive,conv2d=im2col_blas"
 //   - programs:    --kernel matmul=naive   (calls select_kernels_from_spec)
-// Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key the first time it runs;
-// MINIDL_LOG_DISPATCH=2 prints every call.
+// Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key, once per (key, device,
+// served kernel, kernels that declined first): "copy  cpu -> naive (after memcpy declined)" appears once,
+// not every step. MINIDL_LOG_DISPATCH=2 prints every call and every decline.
 // Numerics: MINIDL_CHECK_NUMERICS=1 checks every output of every call for NaN and infinity and names
 // the first kernel that produced one (core/numerics.h).
 // Profiling: MINIDL_PROFILE=1 times every kernel call on the host and prints a table at exit. CPU
@@ -57,6 +58,9 @@ class KernelRegistry {
   static KernelRegistry& raw();
 
   void add(KernelInfo info);
+  // Removes kernel `name` of (key, device); false when there is none. For tests and `minidl bench` tests,
+  // which register a kernel of their own for a while (tests/test_util.h ScopedKernel).
+  bool remove(const std::string& key, DeviceType device, const std::string& name);
 
   // The kernels to try for (key, device), in order: the selected one first, then by priority.
   const std::vector<const KernelInfo*>& candidates(const std::string& key, DeviceType device);
@@ -76,6 +80,9 @@ class KernelRegistry {
   std::vector<std::string> last_declined(const std::string& key, DeviceType device) const;
   void note_used(const KernelInfo& k);
   void note_declined(const KernelInfo& k);
+  // MINIDL_LOG_DISPATCH's level (0 off, 1 once per kernel, 2 every call); set_log_level overrides it.
+  int log_level() const;
+  void set_log_level(int level);
   // MINIDL_PROFILE: whether to time calls, and where the times go.
   bool profiling() const;
   void note_time(const KernelInfo& k, double seconds);

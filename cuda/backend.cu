@@ -41,6 +41,46 @@ std::string format_bytes(size_t bytes) {
 
 namespace {
 
+// The roofline peaks of a GPU from its properties: FP32 lanes per SM (a table by architecture, below) x
+// SMs x 2 (FMA) x the peak SM clock, and bus width x 2 (double data rate) x the peak memory clock. For
+// GPUs whose datasheet we state (H100/H200 SXM), the datasheet numbers are used and the derived ones shown.
+DeviceSpec cuda_device_spec(int device) {
+  const cudaDeviceProp& p = cuda::properties(device);
+  int clock_khz = 0, memory_clock_khz = 0, bus_bits = 0;
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device));
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  // FP32 lanes ("CUDA cores") per SM: 64 on sm_60/70/75/80, 128 on sm_61, 86, 89, 90 and later.
+  const int cc = p.major * 10 + p.minor;
+  const int lanes = (cc == 60 || cc == 70 || cc == 72 || cc == 75 || cc == 80) ? 64 : 128;
+  DeviceSpec s;
+  s.name = p.name;
+  s.cache_bytes = static_cast<size_t>(p.l2CacheSize);
+  const double derived_flops = 2.0 * lanes * p.multiProcessorCount * clock_khz * 1e3;
+  const double derived_bandwidth = 2.0 * memory_clock_khz * 1e3 * bus_bits / 8.0;
+  s.peak_flops = derived_flops;
+  s.peak_bytes_per_second = derived_bandwidth;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "FP32 peak %d SMs x %d lanes x 2 x %.2f GHz = %.1f TFLOP/s (no tensor cores); bandwidth %d-bit bus x "
+                "2 x %.3f GHz = %.2f TB/s (from device properties)",
+                p.multiProcessorCount, lanes, clock_khz * 1e-6, derived_flops * 1e-12, bus_bits,
+                memory_clock_khz * 1e-6, derived_bandwidth * 1e-12);
+  s.how = buf;
+  struct Datasheet {
+    const char* name;
+    double tflops, tb_per_s;
+  };
+  // NVIDIA's datasheets (SXM parts): FP32 without tensor cores, HBM bandwidth.
+  for (const Datasheet& d : {Datasheet{"H200", 67.0, 4.8}, Datasheet{"H100 80GB HBM3", 67.0, 3.35}})
+    if (std::string(p.name).find(d.name) != std::string::npos) {
+      s.peak_flops = d.tflops * 1e12;
+      s.peak_bytes_per_second = d.tb_per_s * 1e12;
+      s.how = str_cat("datasheet ", d.name, " SXM: ", d.tflops, " TFLOP/s FP32, ", d.tb_per_s, " TB/s; derived: ", buf);
+    }
+  return s;
+}
+
 constexpr size_t kSmallStep = 512;
 constexpr size_t kSmallMax = size_t(1) << 20;  // 1 MiB
 constexpr size_t kLargeStep = size_t(2) << 20;  // 2 MiB
@@ -225,6 +265,32 @@ class CudaBackend final : public DeviceBackend {
     cuda::set_device(device);
     MINIDL_CUDA_CHECK(cudaDeviceSynchronize());
   }
+
+  // Events recorded on the device's one stream around the work: the GPU's own time, launches excluded.
+  double time_on_device(const std::function<void()>& work, int device) override {
+    cuda::set_device(device);
+    cudaStream_t s = cuda::stream(device);
+    cudaEvent_t start = nullptr, stop = nullptr;
+    MINIDL_CUDA_CHECK(cudaEventCreate(&start));
+    MINIDL_CUDA_CHECK(cudaEventCreate(&stop));
+    float ms = 0;
+    try {
+      MINIDL_CUDA_CHECK(cudaEventRecord(start, s));
+      work();
+      MINIDL_CUDA_CHECK(cudaEventRecord(stop, s));
+      MINIDL_CUDA_CHECK(cudaEventSynchronize(stop));
+      MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    } catch (...) {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      throw;
+    }
+    MINIDL_CUDA_CHECK(cudaEventDestroy(start));
+    MINIDL_CUDA_CHECK(cudaEventDestroy(stop));
+    return ms * 1e-3;
+  }
+
+  DeviceSpec spec(int device) override { return cuda_device_spec(device); }
 
   int device_count() override {
     probe();

@@ -11,6 +11,10 @@
 //   - outputs are freshly allocated and contiguous, and kernels overwrite them (`=`, never `+=`);
 //   - inputs marked "any strides" may be non-contiguous views, including stride-0 broadcast views;
 //     every other input is contiguous.
+// What a kernel may decline (the documented declines, which the tests' all-kernel sweeps accept): a dtype
+// other than float32; a transposed operand (matmul's trans_a, trans_b); an "any strides" input that is
+// not contiguous. It must serve float32 contiguous inputs of every size the front end allows: the sweeps
+// fail a kernel that declines those (tests/test_util.h served_or_declined).
 // The naive CPU kernels (cpu/*_naive.cpp) are the reference every other kernel is tested against.
 #pragma once
 #include <cstdint>

@@ -42,8 +42,9 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
 
 // True when kernel `name` served the last call of (key, device); or, when `may_decline` is set, when it
 // declined that call (a contiguous-only kernel given a strided view, say) and another kernel served it.
-// Tests pass may_decline only for inputs a kernel is allowed to refuse, so a kernel that wrongly
-// refuses everything still fails on the plain inputs.
+// Tests pass may_decline only for inputs a kernel is allowed to refuse (the documented declines of
+// ops/kernel_signatures.h: a dtype other than float32, a transposed operand, a strided view), so a kernel
+// that wrongly refuses everything still fails on the plain inputs.
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
 
 // TF32 tensor-core kernels: their names contain "tf32" (matmul's tf32_mma and tf32_wgmma, conv2d's
@@ -82,6 +83,29 @@ inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) 
   p.pad_w = pw;
   return p;
 }
+
+// Registers a kernel for the life of the object, and removes it after: tests of the sweeps and of
+// `minidl bench` add kernels of their own (one that declines, one that is wrong). Priority -100 keeps it
+// last, so it serves only when selected.
+template <class Fn>
+class ScopedKernel {
+ public:
+  ScopedKernel(const std::string& key, DeviceType device, const std::string& name, Fn* fn)
+      : key_(key), device_(device), name_(name) {
+    register_kernel<Fn>(key, device, name, -100, "registered by a test", fn);
+  }
+  ~ScopedKernel() {
+    reset_kernel_selection();
+    KernelRegistry::instance().remove(key_, device_, name_);
+  }
+  ScopedKernel(const ScopedKernel&) = delete;
+  ScopedKernel& operator=(const ScopedKernel&) = delete;
+
+ private:
+  std::string key_;
+  DeviceType device_;
+  std::string name_;
+};
 
 // Restores default kernel selection at scope exit.
 struct SelectionReset {
