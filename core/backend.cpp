@@ -1,8 +1,12 @@
 #include "core/backend.h"
 
+#include <cctype>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/error.h"
+#include "core/numerics.h"
 
 namespace minidl {
 
@@ -11,6 +15,16 @@ void ensure_registered();  // core/registry_init.cpp
 namespace {
 DeviceBackend* backends[kNumDeviceTypes] = {nullptr, nullptr};
 }
+
+double DeviceBackend::time_on_device(const std::function<void()>& work, int device_index) {
+  synchronize(device_index);
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  synchronize(device_index);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+DeviceSpec DeviceBackend::spec(int) { return {}; }
 
 void register_backend(DeviceType type, DeviceBackend* backend) { backends[static_cast<int>(type)] = backend; }
 
@@ -57,6 +71,75 @@ Device choose_device(const std::string& flag, const std::string& program) {
   }
   std::printf("%s: device cpu (--device auto: %s)\n", name, why.c_str());
   return Device::cpu();
+}
+
+// ------------------------------------------------------------------ environment
+
+size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes) {
+  const std::string usage = str_cat("MINIDL_CUDA_MEMORY_LIMIT: cannot parse '", text,
+                                    "'; expected bytes (4000000000), a size with a suffix (512M, 4G, 1.5G) or "
+                                    "a percentage of the device memory (50%)");
+  size_t pos = 0;
+  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
+  const size_t start = pos;
+  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
+  MINIDL_CHECK(pos > start, usage);
+  double number = 0;
+  try {
+    number = std::stod(text.substr(start, pos - start));
+  } catch (const std::exception&) {
+    throw Error(usage);
+  }
+  std::string suffix;
+  for (; pos < text.size(); ++pos)
+    if (!std::isspace(static_cast<unsigned char>(text[pos])))
+      suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos])));
+  double bytes = 0;
+  if (suffix == "%") {
+    MINIDL_CHECK(number <= 100.0, usage, " (a percentage above 100)");
+    bytes = number / 100.0 * static_cast<double>(total_bytes);
+  } else {
+    // Accept "G", "GB" and "GiB" alike, all binary (1G = 2^30 bytes).
+    if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix = suffix.substr(0, 1);
+    if (suffix.size() == 2 && suffix[1] == 'B') suffix = suffix.substr(0, 1);
+    double scale = 0;
+    if (suffix.empty() || suffix == "B") scale = 1;
+    else if (suffix == "K") scale = 1024.0;
+    else if (suffix == "M") scale = 1024.0 * 1024.0;
+    else if (suffix == "G") scale = 1024.0 * 1024.0 * 1024.0;
+    else if (suffix == "T") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
+    MINIDL_CHECK(scale != 0, usage);
+    bytes = number * scale;
+  }
+  MINIDL_CHECK(bytes >= 1.0 && bytes < 1.8e19, usage, " (out of range)");
+  return static_cast<size_t>(bytes);
+}
+
+namespace {
+// Percentages are checked for syntax against a nominal device size; the real one is used when a GPU
+// first allocates (cuda/backend.cu).
+constexpr size_t kNominalDeviceBytes = size_t(1) << 40;
+}  // namespace
+
+void check_cuda_memory_limit_environment() {
+  const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
+  if (env && *env) parse_cuda_memory_limit(env, kNominalDeviceBytes);
+}
+
+std::string describe_cuda_memory_limit_environment() {
+  const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
+  if (!env || !*env) return "none set";
+  try {
+    parse_cuda_memory_limit(env, kNominalDeviceBytes);
+  } catch (const Error& e) {
+    return str_cat("INVALID: ", e.what(), " (programs refuse to start)");
+  }
+  return str_cat("MINIDL_CUDA_MEMORY_LIMIT=", env);
+}
+
+void check_environment() {
+  check_cuda_memory_limit_environment();
+  check_numerics_environment();
 }
 
 }  // namespace minidl

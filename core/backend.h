@@ -5,11 +5,22 @@
 // Kernels never go through this interface: they are found through the dispatch table (core/dispatch.h).
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <string>
 
 #include "core/device.h"
 
 namespace minidl {
+
+// What a benchmark needs to know about a device (`minidl bench`, tools/bench/): the cache a timed call
+// must not find warm and the peaks of its roofline. 0 means unknown; `how` says where each number came from.
+struct DeviceSpec {
+  std::string name;
+  size_t cache_bytes = 0;            // the last cache level a flush must evict (a GPU's L2)
+  double peak_flops = 0;             // float32 FLOP/s (an FMA counts 2), without tensor cores
+  double peak_bytes_per_second = 0;  // memory bandwidth
+  std::string how;
+};
 
 class DeviceBackend {
  public:
@@ -28,6 +39,15 @@ class DeviceBackend {
   // Waits until all work queued on the device is done.
   virtual void synchronize(int device_index) = 0;
 
+  // For benchmarks: the seconds the device spends on the work `work` queues, measured on the device's own
+  // clock where it has one. The default waits for queued work, then reads the host clock around work()
+  // and a synchronisation (exact for the CPU); the CUDA backend records events on its stream instead,
+  // so the launch cost on the host is not counted.
+  virtual double time_on_device(const std::function<void()>& work, int device_index);
+  // For benchmarks: what the backend knows of the device (the default knows nothing; tools/bench measures
+  // the CPU itself).
+  virtual DeviceSpec spec(int device_index);
+
   // How many devices of this type are usable; 0 with reason() saying why.
   virtual int device_count() = 0;
   virtual std::string unavailable_reason() = 0;
@@ -41,6 +61,21 @@ bool has_backend(DeviceType type);
 
 // Throws a clear Error when `d` cannot be used (no backend in this build, no driver, index too large).
 void check_device_usable(const Device& d);
+
+// ---- environment variables with values to parse, checked up front so a typo fails before any work.
+
+// Parses a GPU memory limit: plain bytes ("4000000000"), with a binary suffix K/M/G/T ("512M", "4G",
+// "1.5G"; a trailing "B"/"iB" is accepted), or a percentage of `total_bytes` ("50%"). Throws an Error
+// naming MINIDL_CUDA_MEMORY_LIMIT and the text when it cannot. (The CUDA allocator's limit:
+// cuda/allocator.h; parsed here so a build without CUDA checks the variable too.)
+size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes);
+// Throws that Error when MINIDL_CUDA_MEMORY_LIMIT is set to something unparsable (whatever the device).
+void check_cuda_memory_limit_environment();
+// For reports (`minidl info`): "none set", "MINIDL_CUDA_MEMORY_LIMIT=4G", or "INVALID: <the error>".
+std::string describe_cuda_memory_limit_environment();
+// Checks every such variable: MINIDL_CUDA_MEMORY_LIMIT and MINIDL_CHECK_NUMERICS (core/numerics.h). The
+// programs call it before doing anything else.
+void check_environment();
 
 // The device a program's --device flag names ("auto", "cpu", "cuda", "cuda:N"). "auto" picks cuda:0 when a
 // GPU is usable and the CPU otherwise; the choice and its reason are printed as "<program>: device ...".

@@ -31,7 +31,12 @@ class CpuBackend final : public DeviceBackend {
       }
     }
     void* p = std::aligned_alloc(kAlign, size);
-    if (!p) throw OutOfMemoryError(str_cat("cpu: cannot allocate ", nbytes, " bytes"));
+    if (!p) {
+      OutOfMemoryInfo info;
+      info.device = "cpu";
+      info.requested = nbytes;
+      throw OutOfMemoryError(str_cat("cpu: cannot allocate ", nbytes, " bytes"), info);
+    }
     return p;
   }
 

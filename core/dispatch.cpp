@@ -26,7 +26,7 @@ struct KernelRegistry::Impl {
   std::map<std::pair<std::string, int>, std::string> last;
   // Declines of the call in progress, and of the last served call, per (key, device).
   std::map<std::pair<std::string, int>, std::vector<std::string>> declining, declined;
-  std::set<std::pair<std::string, int>> logged;
+  std::set<std::string> logged;  // "key device served (declines)" lines already logged (level 1)
   int log_level = 0;
   bool profile = false;
   std::map<std::string, ProfileRow> timings;  // "key device name" -> totals
@@ -66,6 +66,27 @@ void KernelRegistry::add(KernelInfo info) {
                  device_type_name(info.device));
   s.kernels.push_back(std::make_unique<KernelInfo>(std::move(info)));
   s.cache.clear();
+}
+
+bool KernelRegistry::remove(const std::string& key, DeviceType device, const std::string& name) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto it = std::find_if(s.kernels.begin(), s.kernels.end(), [&](const std::unique_ptr<KernelInfo>& k) {
+    return k->key == key && k->device == device && k->name == name;
+  });
+  if (it == s.kernels.end()) return false;
+  s.kernels.erase(it);
+  s.cache.clear();
+  return true;
+}
+
+int KernelRegistry::log_level() const { return impl().log_level; }
+
+void KernelRegistry::set_log_level(int level) {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.log_level = level;
+  s.logged.clear();
 }
 
 const std::vector<const KernelInfo*>& KernelRegistry::candidates(const std::string& key, DeviceType device) {
@@ -159,24 +180,31 @@ std::string KernelRegistry::last_used(const std::string& key, DeviceType device)
 
 void KernelRegistry::note_used(const KernelInfo& k) {
   Impl& s = impl();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  const auto id = std::make_pair(k.key, static_cast<int>(k.device));
-  auto it = s.last.find(id);
-  if (it == s.last.end())
-    s.last.emplace(id, k.name);
-  else if (it->second != k.name)
-    it->second = k.name;
-  auto pending = s.declining.find(id);
-  if (pending != s.declining.end() && !pending->second.empty()) {
-    s.declined[id] = std::move(pending->second);
-    pending->second.clear();
-  } else {
-    auto old = s.declined.find(id);
-    if (old != s.declined.end()) old->second.clear();
+  std::string line;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const auto id = std::make_pair(k.key, static_cast<int>(k.device));
+    s.last[id] = k.name;
+    // The declines of this call become the declines of the last served call.
+    std::vector<std::string>& pending = s.declining[id];
+    std::vector<std::string>& declined = s.declined[id];
+    declined.swap(pending);
+    pending.clear();
+    if (s.log_level >= 1) {
+      // Level 1 logs each (key, device, served kernel, kernels that declined) once, so a decline that
+      // happens every step ("copy cpu memcpy declined") is logged once, with the kernel that served after it.
+      std::string declines;
+      for (const std::string& name : declined) declines += (declines.empty() ? "" : ", ") + name;
+      const std::string what = k.name + (declines.empty() ? "" : " (after " + declines + " declined)");
+      if (s.log_level >= 2 || s.logged.insert(k.key + " " + device_type_name(k.device) + " " + what).second) {
+        char buf[512];
+        std::snprintf(buf, sizeof(buf), "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(),
+                      device_type_name(k.device), what.c_str());
+        line = buf;
+      }
+    }
   }
-  if (s.log_level >= 2 || (s.log_level == 1 && s.logged.insert(id).second))
-    std::fprintf(stderr, "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(), device_type_name(k.device),
-                 k.name.c_str());
+  if (!line.empty()) std::fputs(line.c_str(), stderr);
 }
 
 void KernelRegistry::note_declined(const KernelInfo& k) {
@@ -185,7 +213,8 @@ void KernelRegistry::note_declined(const KernelInfo& k) {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.declining[{k.key, static_cast<int>(k.device)}].push_back(k.name);
   }
-  if (s.log_level >= 1)
+  // Level 1 names the declines on the line of the kernel that served (note_used); level 2 shows each.
+  if (s.log_level >= 2)
     std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel\n", k.key.c_str(),
                  device_type_name(k.device), k.name.c_str());
 }

@@ -16,8 +16,11 @@
 //   - API:         minidl::select_kernel("matmul", DeviceType::cpu, "naive");
 //   - environment: MINIDL_KERNELS="matmul=naive,conv2d=im2col_blas"
 //   - programs:    --kernel matmul=naive   (calls select_kernels_from_spec)
-// Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key the first time it runs;
-// MINIDL_LOG_DISPATCH=2 prints every call.
+// Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key, once per (key, device,
+// served kernel, kernels that declined first): "copy  cpu -> naive (after memcpy declined)" appears once,
+// not every step. MINIDL_LOG_DISPATCH=2 prints every call and every decline.
+// Numerics: MINIDL_CHECK_NUMERICS=1 checks every output of every call for NaN and infinity and names
+// the first kernel that produced one (core/numerics.h).
 // Profiling: MINIDL_PROFILE=1 times every kernel call on the host and prints a table at exit. CPU
 // kernels are timed exactly; on a GPU the launch is asynchronous, so MINIDL_PROFILE=1 also synchronises
 // the device after each call (slower, but the times are then the kernels' own).
@@ -30,6 +33,7 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/numerics.h"
 
 namespace minidl {
 
@@ -54,6 +58,9 @@ class KernelRegistry {
   static KernelRegistry& raw();
 
   void add(KernelInfo info);
+  // Removes kernel `name` of (key, device); false when there is none. For tests and `minidl bench` tests,
+  // which register a kernel of their own for a while (tests/test_util.h ScopedKernel).
+  bool remove(const std::string& key, DeviceType device, const std::string& name);
 
   // The kernels to try for (key, device), in order: the selected one first, then by priority.
   const std::vector<const KernelInfo*>& candidates(const std::string& key, DeviceType device);
@@ -73,6 +80,9 @@ class KernelRegistry {
   std::vector<std::string> last_declined(const std::string& key, DeviceType device) const;
   void note_used(const KernelInfo& k);
   void note_declined(const KernelInfo& k);
+  // MINIDL_LOG_DISPATCH's level (0 off, 1 once per kernel, 2 every call); set_log_level overrides it.
+  int log_level() const;
+  void set_log_level(int level);
   // MINIDL_PROFILE: whether to time calls, and where the times go.
   bool profiling() const;
   void note_time(const KernelInfo& k, double seconds);
@@ -122,6 +132,7 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
     if (fn(args...)) {
       if (profiling) registry.note_time(*k, profile_clock(device) - start);
       registry.note_used(*k);
+      if (numerics_checking()) check_kernel_outputs<Fn>(*k, args...);  // MINIDL_CHECK_NUMERICS (core/numerics.h)
       return;
     }
     registry.note_declined(*k);

@@ -19,7 +19,11 @@ MINIDL_KERNEL_FILE(register_dropout_naive_cpu)       // cpu/dropout_naive.cpp
 MINIDL_KERNEL_FILE(register_optim_naive_cpu)         // cpu/optim_naive.cpp
 MINIDL_KERNEL_FILE(register_optim_fast_cpu)          // cpu/optim_fast.cpp
 MINIDL_KERNEL_FILE(register_matmul_naive_cpu)        // cpu/matmul_naive.cpp
+MINIDL_KERNEL_FILE(register_matmul_ikj_cpu)          // cpu/matmul_ikj.cpp (docs/adding-a-kernel.md)
 MINIDL_KERNEL_FILE(register_matmul_blocked_cpu)      // cpu/matmul_blocked.cpp
+MINIDL_KERNEL_FILE(register_matmul_packed_avx2_cpu)  // cpu/matmul_packed_avx2.cpp (+ cpu/matmul_packed.cpp)
+MINIDL_KERNEL_FILE(register_matmul_packed_avx512_cpu)  // cpu/matmul_packed_avx512.cpp
+MINIDL_KERNEL_FILE(register_matmul_packed_omp_cpu)   // cpu/matmul_packed_omp.cpp
 MINIDL_KERNEL_FILE(register_matmul_blas_cpu)         // cpu/matmul_blas.cpp (registers nothing without OpenBLAS)
 MINIDL_KERNEL_FILE(register_conv_naive_cpu)          // cpu/conv_naive.cpp
 MINIDL_KERNEL_FILE(register_conv_im2col_cpu)         // cpu/conv_im2col.cpp (registers nothing without OpenBLAS)
@@ -29,3 +33,6 @@ MINIDL_KERNEL_FILE(register_ctc_naive_cpu)           // cpu/ctc_naive.cpp
 MINIDL_KERNEL_FILE(register_gru_naive_cpu)           // cpu/gru_naive.cpp
 MINIDL_KERNEL_FILE(register_gru_fast_cpu)            // cpu/gru_fast.cpp
 MINIDL_KERNEL_FILE(register_gru_sequence_naive_cpu)  // cpu/gru_sequence_naive.cpp
+MINIDL_KERNEL_FILE(register_lstm_naive_cpu)          // cpu/lstm_naive.cpp
+MINIDL_KERNEL_FILE(register_lstm_fast_cpu)           // cpu/lstm_fast.cpp
+MINIDL_KERNEL_FILE(register_lstm_sequence_naive_cpu) // cpu/lstm_sequence_naive.cpp

@@ -8,11 +8,16 @@
 //
 // The limit (environment MINIDL_CUDA_MEMORY_LIMIT, or set_cuda_memory_limit) caps in_use + cached of a
 // device. A request that would pass it, or that cudaMalloc refuses, first releases the cache and retries
-// once, then throws minidl::OutOfMemoryError with the numbers.
+// once, then throws minidl::OutOfMemoryError (core/error.h) with the numbers, in its message and in
+// info(): requested, in use, cached (before the release), the device's free memory and the limit. A
+// failed request changes nothing else, so a program can catch the error, free something or use a smaller
+// batch, and continue.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "core/backend.h"
 
 namespace minidl {
 
@@ -34,10 +39,8 @@ void set_cuda_memory_limit(int device, size_t bytes);
 // Sets peak_in_use to the current in_use.
 void reset_cuda_peak_memory(int device);
 
-// Parses a memory limit: plain bytes ("4000000000"), with a binary suffix K/M/G/T ("512M", "4G",
-// "1.5G"; a trailing "B"/"iB" is accepted), or a percentage of `total_bytes` ("50%"). Throws an Error
-// naming the text when it cannot.
-size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes);
+// parse_cuda_memory_limit (the syntax of MINIDL_CUDA_MEMORY_LIMIT) is in core/backend.h, so that a build
+// without CUDA checks the variable too.
 
 namespace cuda {
 // "1.50 GiB", "512.0 KiB", "17 B": for messages and `minidl info`.

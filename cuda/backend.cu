@@ -39,47 +39,47 @@ std::string format_bytes(size_t bytes) {
 }
 }  // namespace cuda
 
-size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes) {
-  const std::string usage = str_cat("MINIDL_CUDA_MEMORY_LIMIT: cannot parse '", text,
-                                    "'; expected bytes (4000000000), a size with a suffix (512M, 4G, 1.5G) or "
-                                    "a percentage of the device memory (50%)");
-  size_t pos = 0;
-  while (pos < text.size() && std::isspace(static_cast<unsigned char>(text[pos]))) ++pos;
-  const size_t start = pos;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
-  MINIDL_CHECK(pos > start, usage);
-  double number = 0;
-  try {
-    number = std::stod(text.substr(start, pos - start));
-  } catch (const std::exception&) {
-    throw Error(usage);
-  }
-  std::string suffix;
-  for (; pos < text.size(); ++pos)
-    if (!std::isspace(static_cast<unsigned char>(text[pos])))
-      suffix += static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos])));
-  double bytes = 0;
-  if (suffix == "%") {
-    MINIDL_CHECK(number <= 100.0, usage, " (a percentage above 100)");
-    bytes = number / 100.0 * static_cast<double>(total_bytes);
-  } else {
-    // Accept "G", "GB" and "GiB" alike, all binary (1G = 2^30 bytes).
-    if (suffix.size() == 3 && suffix.substr(1) == "IB") suffix = suffix.substr(0, 1);
-    if (suffix.size() == 2 && suffix[1] == 'B') suffix = suffix.substr(0, 1);
-    double scale = 0;
-    if (suffix.empty() || suffix == "B") scale = 1;
-    else if (suffix == "K") scale = 1024.0;
-    else if (suffix == "M") scale = 1024.0 * 1024.0;
-    else if (suffix == "G") scale = 1024.0 * 1024.0 * 1024.0;
-    else if (suffix == "T") scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
-    MINIDL_CHECK(scale != 0, usage);
-    bytes = number * scale;
-  }
-  MINIDL_CHECK(bytes >= 1.0 && bytes < 1.8e19, usage, " (out of range)");
-  return static_cast<size_t>(bytes);
-}
-
 namespace {
+
+// The roofline peaks of a GPU from its properties: FP32 lanes per SM (a table by architecture, below) x
+// SMs x 2 (FMA) x the peak SM clock, and bus width x 2 (double data rate) x the peak memory clock. For
+// GPUs whose datasheet we state (H100/H200 SXM), the datasheet numbers are used and the derived ones shown.
+DeviceSpec cuda_device_spec(int device) {
+  const cudaDeviceProp& p = cuda::properties(device);
+  int clock_khz = 0, memory_clock_khz = 0, bus_bits = 0;
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, device));
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device));
+  // FP32 lanes ("CUDA cores") per SM: 64 on sm_60/70/75/80, 128 on sm_61, 86, 89, 90 and later.
+  const int cc = p.major * 10 + p.minor;
+  const int lanes = (cc == 60 || cc == 70 || cc == 72 || cc == 75 || cc == 80) ? 64 : 128;
+  DeviceSpec s;
+  s.name = p.name;
+  s.cache_bytes = static_cast<size_t>(p.l2CacheSize);
+  const double derived_flops = 2.0 * lanes * p.multiProcessorCount * clock_khz * 1e3;
+  const double derived_bandwidth = 2.0 * memory_clock_khz * 1e3 * bus_bits / 8.0;
+  s.peak_flops = derived_flops;
+  s.peak_bytes_per_second = derived_bandwidth;
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "FP32 peak %d SMs x %d lanes x 2 x %.2f GHz = %.1f TFLOP/s (no tensor cores); bandwidth %d-bit bus x "
+                "2 x %.3f GHz = %.2f TB/s (from device properties)",
+                p.multiProcessorCount, lanes, clock_khz * 1e-6, derived_flops * 1e-12, bus_bits,
+                memory_clock_khz * 1e-6, derived_bandwidth * 1e-12);
+  s.how = buf;
+  struct Datasheet {
+    const char* name;
+    double tflops, tb_per_s;
+  };
+  // NVIDIA's datasheets (SXM parts): FP32 without tensor cores, HBM bandwidth.
+  for (const Datasheet& d : {Datasheet{"H200", 67.0, 4.8}, Datasheet{"H100 80GB HBM3", 67.0, 3.35}})
+    if (std::string(p.name).find(d.name) != std::string::npos) {
+      s.peak_flops = d.tflops * 1e12;
+      s.peak_bytes_per_second = d.tb_per_s * 1e12;
+      s.how = str_cat("datasheet ", d.name, " SXM: ", d.tflops, " TFLOP/s FP32, ", d.tb_per_s, " TB/s; derived: ", buf);
+    }
+  return s;
+}
 
 constexpr size_t kSmallStep = 512;
 constexpr size_t kSmallMax = size_t(1) << 20;  // 1 MiB
@@ -155,12 +155,19 @@ bool within_limit(const DevicePool& p, size_t rounded) {
   return p.stats.limit == 0 || p.stats.in_use + p.stats.cached + rounded <= p.stats.limit;
 }
 
-[[noreturn]] void throw_out_of_memory(DevicePool& p, int device, size_t requested, size_t rounded,
+// `cached` is what the cache held when the request came (it has been released since, to retry).
+[[noreturn]] void throw_out_of_memory(DevicePool& p, int device, size_t requested, size_t rounded, size_t cached,
                                       const std::string& cause) {
-  size_t free_bytes = 0, total_bytes = 0;
+  OutOfMemoryInfo info;
+  info.device = str_cat("cuda:", device);
+  info.requested = requested;
+  info.in_use = p.stats.in_use;
+  info.cached = cached;
+  info.limit = p.stats.limit;
+  size_t total_bytes = 0;
   std::string device_memory;
-  if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
-    device_memory = str_cat("; the device has ", cuda::format_bytes(free_bytes), " free of ",
+  if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(&info.device_free, &total_bytes) == cudaSuccess)
+    device_memory = str_cat("; the device has ", cuda::format_bytes(info.device_free), " free of ",
                             cuda::format_bytes(total_bytes));
   else
     cudaGetLastError();  // clear the error so later launch checks do not report it
@@ -169,11 +176,12 @@ bool within_limit(const DevicePool& p, size_t rounded) {
           ? std::string("no limit set")
           : str_cat("limit ", cuda::format_bytes(p.stats.limit), " (",
                     p.limit_source.empty() ? std::string("set_cuda_memory_limit") : p.limit_source, ")");
-  throw OutOfMemoryError(str_cat("cuda:", device, ": out of memory: cannot allocate ", cuda::format_bytes(requested),
+  throw OutOfMemoryError(str_cat(info.device, ": out of memory: cannot allocate ", cuda::format_bytes(requested),
                                  " (", requested, " bytes requested, ", rounded, " rounded); ", cause,
                                  ". In use by minidl: ", cuda::format_bytes(p.stats.in_use), ", cached: ",
-                                 cuda::format_bytes(p.stats.cached), ", ", limit, device_memory,
-                                 ". Try a smaller batch size, or raise MINIDL_CUDA_MEMORY_LIMIT."));
+                                 cuda::format_bytes(cached), " (released to retry), ", limit, device_memory,
+                                 ". Try a smaller batch size, or raise MINIDL_CUDA_MEMORY_LIMIT."),
+                         info);
 }
 
 class CudaBackend final : public DeviceBackend {
@@ -186,6 +194,7 @@ class CudaBackend final : public DeviceBackend {
     if (void* ptr = take_cached(p, rounded)) return ptr;
 
     // A new block. Over the limit, or refused by the driver: release the cache and try once more.
+    const size_t cached_before = p.stats.cached;
     std::string cause;
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (attempt == 1) release_cached(p, device);
@@ -208,7 +217,7 @@ class CudaBackend final : public DeviceBackend {
         cuda::throw_cuda_error("CUDA", "cudaMalloc", __FILE__, __LINE__, cudaGetErrorString(err));
       cause = str_cat("cudaMalloc failed: ", cudaGetErrorString(err));
     }
-    throw_out_of_memory(p, device, nbytes, rounded, cause);
+    throw_out_of_memory(p, device, nbytes, rounded, cached_before, cause);
   }
 
   // Called from Storage's destructor: must not throw.
@@ -256,6 +265,32 @@ class CudaBackend final : public DeviceBackend {
     cuda::set_device(device);
     MINIDL_CUDA_CHECK(cudaDeviceSynchronize());
   }
+
+  // Events recorded on the device's one stream around the work: the GPU's own time, launches excluded.
+  double time_on_device(const std::function<void()>& work, int device) override {
+    cuda::set_device(device);
+    cudaStream_t s = cuda::stream(device);
+    cudaEvent_t start = nullptr, stop = nullptr;
+    MINIDL_CUDA_CHECK(cudaEventCreate(&start));
+    MINIDL_CUDA_CHECK(cudaEventCreate(&stop));
+    float ms = 0;
+    try {
+      MINIDL_CUDA_CHECK(cudaEventRecord(start, s));
+      work();
+      MINIDL_CUDA_CHECK(cudaEventRecord(stop, s));
+      MINIDL_CUDA_CHECK(cudaEventSynchronize(stop));
+      MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    } catch (...) {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      throw;
+    }
+    MINIDL_CUDA_CHECK(cudaEventDestroy(start));
+    MINIDL_CUDA_CHECK(cudaEventDestroy(stop));
+    return ms * 1e-3;
+  }
+
+  DeviceSpec spec(int device) override { return cuda_device_spec(device); }
 
   int device_count() override {
     probe();

@@ -12,6 +12,14 @@
 // chosen algorithm fails to run (its workspace cannot be allocated, or cuDNN refuses it) the next one
 // is tried and becomes the cached choice.
 //
+// Deterministic mode (--deterministic, core/determinism.h). The timed search can pick another algorithm
+// on another run (timings are noisy), and some algorithms accumulate with atomics; either changes the
+// bits. So in deterministic mode the algorithms come from cuDNN's heuristics instead
+// (cudnnGet*Algorithm_v7: no timing, the same ranking for the same shapes, GPU and cuDNN version), and
+// only those cuDNN reports as CUDNN_DETERMINISTIC are kept. The cost is speed where the heuristic's first
+// choice is not the fastest algorithm, or where the fastest one is non-deterministic (backward-filter
+// algorithms 0 and 3, backward-data algorithm 0).
+//
 // Precision. cuDNN's default math type allows TF32 tensor cores for float32 on Ampere and later, so
 // unless MINIDL_TF32=1 we set CUDNN_FMA_MATH and keep only algorithms reporting FMA math: exact
 // float32, like the CPU. With MINIDL_TF32=1, CUDNN_DEFAULT_MATH and whatever cuDNN finds fastest.
@@ -27,6 +35,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
 #include "cuda/dense_common.h"
@@ -118,13 +127,15 @@ bool workspace_size(const ConvCall& c, int algo, size_t& bytes) {
   return st == CUDNN_STATUS_SUCCESS;
 }
 
-// Keeps the usable results of a search, in cuDNN's order (fastest first).
+// Keeps the usable results of a search, in cuDNN's order (fastest first). Deterministic mode keeps only
+// the algorithms cuDNN reports as deterministic.
 template <class Perf>
 std::vector<AlgoChoice> usable(const Perf* perf, int count, size_t workspace_limit) {
   std::vector<AlgoChoice> out;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > workspace_limit) continue;
     if (!cuda::tf32_enabled() && perf[i].mathType != CUDNN_FMA_MATH) continue;  // could use TF32
+    if (deterministic_algorithms() && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
     out.push_back({static_cast<int>(perf[i].algo), perf[i].mathType, perf[i].memory});
   }
   return out;
@@ -176,6 +187,39 @@ std::vector<AlgoChoice> search(ConvCall& c) {
   return {};
 }
 
+// Deterministic mode: cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), which times nothing, so every
+// run of the same shapes on the same GPU and cuDNN gets the same list. Workspaces up to kWorkspaceLimit.
+std::vector<AlgoChoice> heuristic(ConvCall& c) {
+  MINIDL_CUDNN_CHECK(
+      cudnnSetConvolutionMathType(c.conv_desc.get(), cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  const int requested = algo_count(c.stage);
+  int returned = 0;
+  switch (c.stage) {
+    case Stage::forward: {
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(requested);
+      MINIDL_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(c.handle, c.x_desc.get(), c.w_desc.get(),
+                                                                c.conv_desc.get(), c.y_desc.get(), requested,
+                                                                &returned, perf.data()));
+      return usable(perf.data(), returned, kWorkspaceLimit);
+    }
+    case Stage::backward_input: {
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(requested);
+      MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(c.handle, c.w_desc.get(), c.y_desc.get(),
+                                                                     c.conv_desc.get(), c.x_desc.get(), requested,
+                                                                     &returned, perf.data()));
+      return usable(perf.data(), returned, kWorkspaceLimit);
+    }
+    case Stage::backward_weight: {
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(requested);
+      MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(c.handle, c.x_desc.get(), c.y_desc.get(),
+                                                                       c.conv_desc.get(), c.w_desc.get(), requested,
+                                                                       &returned, perf.data()));
+      return usable(perf.data(), returned, kWorkspaceLimit);
+    }
+  }
+  return {};
+}
+
 // Runs the call with one algorithm; returns cuDNN's status (errors are the caller's to handle).
 cudnnStatus_t execute(ConvCall& c, const AlgoChoice& choice, void* ws) {
   const float one = 1.0f, zero = 0.0f;
@@ -197,15 +241,15 @@ cudnnStatus_t execute(ConvCall& c, const AlgoChoice& choice, void* ws) {
   return CUDNN_STATUS_BAD_PARAM;
 }
 
-// The algorithm cache: (device, stage, x shape, w shape, stride, padding) -> usable algorithms,
-// the one that last ran first.
-using CacheKey = std::array<int64_t, 14>;
+// The algorithm cache: (device, stage, x shape, w shape, stride, padding, deterministic mode) -> usable
+// algorithms, the one that last ran first.
+using CacheKey = std::array<int64_t, 15>;
 std::mutex g_cache_mutex;
 std::map<CacheKey, std::vector<AlgoChoice>> g_cache;
 
 CacheKey cache_key(const ConvCall& c, const Shape& xs, const Shape& ws, const Conv2dParams& p) {
   return {c.device, static_cast<int64_t>(c.stage), xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3],
-          p.stride_h, p.stride_w, p.pad_h, p.pad_w};
+          p.stride_h, p.stride_w, p.pad_h, p.pad_w, deterministic_algorithms() ? 1 : 0};
 }
 
 bool all_float32_on_int_sizes(std::initializer_list<const Tensor*> ts) {
@@ -234,7 +278,8 @@ bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Ten
   std::lock_guard<std::mutex> lock(g_cache_mutex);
   const CacheKey key = cache_key(call, x_like.shape(), w_like.shape(), p);
   auto it = g_cache.find(key);
-  if (it == g_cache.end()) it = g_cache.emplace(key, search(call)).first;
+  if (it == g_cache.end())
+    it = g_cache.emplace(key, deterministic_algorithms() ? heuristic(call) : search(call)).first;
   std::vector<AlgoChoice>& choices = it->second;
 
   while (!choices.empty()) {
@@ -274,7 +319,8 @@ bool conv2d_backward_weight_cudnn(const Tensor& x, const Tensor& grad_y, Tensor&
 }  // namespace
 
 void register_conv_cudnn_cuda() {
-  const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
+  const char* precision =
+      "exact FP32 (FMA math) unless MINIDL_TF32=1; --deterministic: heuristic choice, deterministic algorithms";
   register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "cudnn", 20,
                                 str_cat("cudnnConvolutionForward, fastest algorithm found once per shape; ", precision),
                                 conv2d_cudnn);

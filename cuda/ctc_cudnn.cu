@@ -62,10 +62,12 @@
 // must be a class), T = 0, sizes beyond int, non-contiguous tensors; and cuDNN refusing the forward call
 // (NOT_SUPPORTED or BAD_PARAM), which falls back to "alpha_beta".
 // Algorithm: CUDNN_CTC_LOSS_ALGO_DETERMINISTIC (reproducible results, like our other kernels), or the
-// non-deterministic one where cuDNN reports the first NOT_SUPPORTED.
+// non-deterministic one where cuDNN reports the first NOT_SUPPORTED (never in deterministic mode,
+// core/determinism.h: then the call falls back to "alpha_beta").
 #ifdef MINIDL_WITH_CUDNN
 #include <cmath>
 
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "cuda/dense_common.h"
 #include "cuda/device_utils.cuh"
@@ -246,6 +248,8 @@ cudnnStatus_t run_cudnn_ctc(const Tensor& log_probs, const Tensor& targets, cons
   cudnnHandle_t handle = cuda::cudnn_handle(device);
   cudnnStatus_t st = CUDNN_STATUS_NOT_SUPPORTED;
   for (cudnnCTCLossAlgo_t algo : kAlgos) {
+    // --deterministic: never the non-deterministic algorithm; NOT_SUPPORTED lets "alpha_beta" take the call.
+    if (algo == CUDNN_CTC_LOSS_ALGO_NON_DETERMINISTIC && deterministic_algorithms()) break;
     size_t workspace_bytes = 0;
     st = cudnnGetCTCLossWorkspaceSize_v8(handle, algo, ctc_desc.get(), probs_desc.get(), probs_desc.get(),
                                          &workspace_bytes);

@@ -14,7 +14,8 @@ namespace minidl {
 namespace cuda {
 
 // MINIDL_TF32=1 lets cuBLAS and cuDNN use TF32 tensor cores for float32 (about 10 mantissa bits in the
-// products: faster, less exact). Off by default so float32 results match the CPU to float32 rounding.
+// products: faster, less exact), and lets our own tf32_* matmul kernels serve calls (cuda/sgemm_common.cuh).
+// Off by default so float32 results match the CPU to float32 rounding.
 // Read once per process.
 inline bool tf32_enabled() {
   static const bool on = [] {

@@ -42,6 +42,17 @@ __device__ __forceinline__ int64_t strided_offset(const StridedDesc& d, Index li
 // Whether linear indices below n fit the 32-bit path of strided_offset.
 inline bool fits_32bit(int64_t n) { return n <= (int64_t(1) << 31); }
 
+// Calls f(Index{}) with Index = uint32_t when every index below n fits 32 bits (fits_32bit), int64_t
+// otherwise: the launch of a kernel templated on its index type, written once, as
+//   with_index_type(n, [&](auto index) { using Index = decltype(index); kernel<T, Index><<<...>>>(...); });
+template <class F>
+void with_index_type(int64_t n, F&& f) {
+  if (fits_32bit(n))
+    f(uint32_t{});
+  else
+    f(int64_t{});
+}
+
 __device__ __forceinline__ int64_t global_thread_index() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }

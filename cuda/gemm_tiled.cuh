@@ -1,10 +1,10 @@
 // cuda/gemm_tiled.cuh — our own float32 GEMM (no cuBLAS), register-blocked, for matmul's
 // "v3_register_blocked" kernel and for conv2d's "im2col_gemm" kernels.
 //
-// The problem, for row-major matrices and a batch of (A_r, B_r) pairs summed in groups:
+// The problem is a GemmBatch (cuda/gemm_batch.h): for row-major matrices and a batch of (A_r, B_r)
+// pairs summed in groups,
 //
 //     C_z = sum over r in [z*group, min((z+1)*group, batch)) of op(A_r) op(B_r),      z = 0, 1, ...
-//     op(A_r) [M, K] = trans_a ? A_r^T : A_r,    op(B_r) [K, N] = trans_b ? B_r^T : B_r,    C_z [M, N]
 //
 // group = 1 is an ordinary batched GEMM; group > 1 lets conv2d's weight gradient sum over samples
 // inside the kernel (a split over the batch, whose few partial results are then added up).
@@ -24,30 +24,17 @@
 //   - global loads are float4 when the matrix rows are 16-byte aligned, scalar otherwise and at the
 //     ragged edges (out-of-range elements load as 0, so odd M, N, K need no special case); shared
 //     rows are padded by 4 floats so the transposing stores do not conflict either.
-// Not done (yet): double buffering of the shared tiles, tensor cores (FP32 FFMA only: exact float32).
+// Not done here: double buffering of the shared tiles, tensor cores (FP32 FFMA only: exact float32);
+// the matmul ladder after v3 (cuda/sgemm_common.cuh, docs/gemm-ladder.md) takes those steps.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
 #include "cuda/cuda_common.h"
+#include "cuda/gemm_batch.h"
 
 namespace minidl {
 namespace cuda {
-
-struct GemmBatch {
-  int64_t M = 0, N = 0, K = 0;
-  const float* A = nullptr;  // stored [M, K] (or [K, M] when trans_a), row length lda
-  int64_t lda = 0, stride_a = 0;
-  const float* B = nullptr;  // stored [K, N] (or [N, K] when trans_b), row length ldb
-  int64_t ldb = 0, stride_b = 0;
-  float* C = nullptr;  // [M, N], row length ldc; C_z starts at C + z * stride_c
-  int64_t ldc = 0, stride_c = 0;
-  int64_t batch = 1;  // number of (A_r, B_r) pairs; A_r = A + r * stride_a (stride 0 reuses one matrix)
-  int64_t group = 1;  // pairs summed into each C_z
-  bool trans_a = false, trans_b = false;
-  // Set by the launcher: whether rows of A / B / C are 16-byte aligned, allowing float4 accesses.
-  bool vec_a = false, vec_b = false, vec_c = false;
-};
 
 namespace gemm_detail {
 
@@ -167,10 +154,6 @@ __global__ void __launch_bounds__((BM / 8) * (BN / 8), 512 / ((BM / 8) * (BN / 8
   }
 }
 
-inline bool rows_aligned(const void* base, int64_t ld, int64_t stride) {
-  return reinterpret_cast<uintptr_t>(base) % 16 == 0 && ld % 4 == 0 && stride % 4 == 0;
-}
-
 template <int BM, int BN>
 void launch(const GemmBatch& g, int64_t outputs, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((g.N + BN - 1) / BN), static_cast<unsigned>((g.M + BM - 1) / BM),
@@ -202,17 +185,10 @@ inline bool gemm_register_blocked(GemmBatch g, int device) {
   if (g.M > kMaxDim || g.N > kMaxDim || g.K > kMaxDim || (g.M + 63) / 64 > 65535 || outputs > kGemmMaxOutputs)
     return false;
   if (g.M == 0 || g.N == 0 || outputs == 0) return true;
-  g.vec_a = gemm_detail::rows_aligned(g.A, g.lda, g.stride_a);
-  g.vec_b = gemm_detail::rows_aligned(g.B, g.ldb, g.stride_b);
-  g.vec_c = gemm_detail::rows_aligned(g.C, g.ldc, g.stride_c);
-  // Big tiles reuse each loaded element more, but only pay when there are enough of them to give
-  // every multiprocessor a block, and when they do not waste much more of their area on the ragged
-  // edges than 64 x 64 tiles (M = 64 would leave half of every 128-row tile idle); otherwise 64 x 64
-  // tiles spread the work wider.
-  const int64_t big_tiles = ((g.M + 127) / 128) * ((g.N + 127) / 128) * outputs;
-  const int64_t area_128 = ((g.M + 127) / 128 * 128) * ((g.N + 127) / 128 * 128);
-  const int64_t area_64 = ((g.M + 63) / 64 * 64) * ((g.N + 63) / 64 * 64);
-  if (big_tiles >= properties(device).multiProcessorCount && area_128 * 8 <= area_64 * 9)
+  g.vec_a = rows_aligned(g.A, g.lda, g.stride_a);
+  g.vec_b = rows_aligned(g.B, g.ldb, g.stride_b);
+  g.vec_c = rows_aligned(g.C, g.ldc, g.stride_c);
+  if (use_128_tiles(g.M, g.N, outputs, properties(device).multiProcessorCount))
     gemm_detail::launch<128, 128>(g, outputs, stream(device));
   else
     gemm_detail::launch<64, 64>(g, outputs, stream(device));

@@ -66,16 +66,14 @@ bool gru_cell_cuda(const Tensor& gi, const Tensor& gh, const Tensor& h, Tensor& 
   if (total == 0) return true;
   cudaStream_t s = cuda::launch_stream(h);
   const unsigned int grid = cuda::grid_for(total, kBlock);
-  // 32-bit index math when the largest index (into gates, 4 * total) fits.
-  const bool small = cuda::fits_32bit(4 * total);
   return MINIDL_FLOAT_TYPES(h.dtype(), {
-    if (small)
-      gru_cell_kernel<T, uint32_t><<<grid, kBlock, 0, s>>>(gi.data<T>(), gh.data<T>(), h.data<T>(), h_new.data<T>(),
-                                                           gates.data<T>(), static_cast<uint32_t>(total),
-                                                           static_cast<uint32_t>(H));
-    else
-      gru_cell_kernel<T, int64_t><<<grid, kBlock, 0, s>>>(gi.data<T>(), gh.data<T>(), h.data<T>(), h_new.data<T>(),
-                                                          gates.data<T>(), total, H);
+    // 32-bit index math when the largest index (into gates, 4 * total) fits.
+    cuda::with_index_type(4 * total, [&](auto index) {
+      using Index = decltype(index);
+      gru_cell_kernel<T, Index><<<grid, kBlock, 0, s>>>(gi.data<T>(), gh.data<T>(), h.data<T>(), h_new.data<T>(),
+                                                        gates.data<T>(), static_cast<Index>(total),
+                                                        static_cast<Index>(H));
+    });
     MINIDL_LAUNCH_CHECK();
   });
 }
@@ -86,16 +84,13 @@ bool gru_cell_backward_cuda(const Tensor& grad_h_new, const Tensor& h, const Ten
   if (total == 0) return true;
   cudaStream_t s = cuda::launch_stream(h);
   const unsigned int grid = cuda::grid_for(total, kBlock);
-  const bool small = cuda::fits_32bit(4 * total);
   return MINIDL_FLOAT_TYPES(h.dtype(), {
-    if (small)
-      gru_cell_backward_kernel<T, uint32_t><<<grid, kBlock, 0, s>>>(
-          grad_h_new.data<T>(), h.data<T>(), gates.data<T>(), grad_gi.data<T>(), grad_gh.data<T>(),
-          grad_h.data<T>(), static_cast<uint32_t>(total), static_cast<uint32_t>(H));
-    else
-      gru_cell_backward_kernel<T, int64_t><<<grid, kBlock, 0, s>>>(grad_h_new.data<T>(), h.data<T>(),
-                                                                   gates.data<T>(), grad_gi.data<T>(),
-                                                                   grad_gh.data<T>(), grad_h.data<T>(), total, H);
+    cuda::with_index_type(4 * total, [&](auto index) {
+      using Index = decltype(index);
+      gru_cell_backward_kernel<T, Index><<<grid, kBlock, 0, s>>>(
+          grad_h_new.data<T>(), h.data<T>(), gates.data<T>(), grad_gi.data<T>(), grad_gh.data<T>(), grad_h.data<T>(),
+          static_cast<Index>(total), static_cast<Index>(H));
+    });
     MINIDL_LAUNCH_CHECK();
   });
 }

@@ -99,9 +99,7 @@ std::string cuda_info_report() {
 #else
   os << "  cuDNN             not built in (cuDNN was not found at configure time)\n";
 #endif
-  const char* limit = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
-  os << "  memory limit      " << (limit ? str_cat("MINIDL_CUDA_MEMORY_LIMIT=", limit) : std::string("none set"))
-     << "\n";
+  os << "  memory limit      " << describe_cuda_memory_limit_environment() << "\n";
 
   DeviceBackend& backend = backend_for(DeviceType::cuda);
   const int count = backend.device_count();

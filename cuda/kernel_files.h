@@ -3,8 +3,9 @@
 // declarations, cuda/register.cu into calls (the same shape as cpu/kernel_files.h).
 //
 // Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
-// Files that need cuDNN are listed under MINIDL_WITH_CUDNN; files that hold a cuDNN peer beside their own
-// kernels (pool.cu, batchnorm.cu, softmax.cu) guard those entries inside.
+// Files that need cuDNN are listed under MINIDL_WITH_CUDNN, the sm_90a-only file under MINIDL_WITH_SM90A
+// (CMakeLists.txt); files that hold a cuDNN peer beside their own kernels (pool.cu, batchnorm.cu,
+// softmax.cu) guard those entries inside.
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
 MINIDL_KERNEL_FILE(register_copy_cuda)         // cuda/copy.cu
 MINIDL_KERNEL_FILE(register_elementwise_cuda)  // cuda/elementwise.cu
@@ -13,14 +14,26 @@ MINIDL_KERNEL_FILE(register_softmax_cuda)      // cuda/softmax.cu
 MINIDL_KERNEL_FILE(register_dropout_cuda)      // cuda/dropout.cu
 MINIDL_KERNEL_FILE(register_optim_cuda)        // cuda/optim.cu
 MINIDL_KERNEL_FILE(register_gru_cell_cuda)     // cuda/gru_cell.cu
+MINIDL_KERNEL_FILE(register_lstm_cell_cuda)    // cuda/lstm_cell.cu
 MINIDL_KERNEL_FILE(register_ctc_cuda)          // cuda/ctc.cu
 #ifdef MINIDL_WITH_CUDNN
-MINIDL_KERNEL_FILE(register_gru_cudnn_cuda)    // cuda/gru_cudnn.cu
+MINIDL_KERNEL_FILE(register_rnn_cudnn_cuda)    // cuda/rnn_cudnn.cu (gru_sequence, lstm_sequence)
 MINIDL_KERNEL_FILE(register_ctc_cudnn_cuda)    // cuda/ctc_cudnn.cu
 #endif
 MINIDL_KERNEL_FILE(register_matmul_cuda)       // cuda/matmul.cu
+MINIDL_KERNEL_FILE(register_matmul_v4_warptiled_cuda)        // cuda/matmul_v4_warptiled.cu
+MINIDL_KERNEL_FILE(register_matmul_v5_double_buffered_cuda)  // cuda/matmul_v5_double_buffered.cu
+MINIDL_KERNEL_FILE(register_matmul_v6_cp_async_cuda)         // cuda/matmul_v6_cp_async.cu
+MINIDL_KERNEL_FILE(register_matmul_splitk_cuda)              // cuda/matmul_splitk.cu
+MINIDL_KERNEL_FILE(register_matmul_v7_autotuned_cuda)        // cuda/matmul_v7_autotuned.cu
+MINIDL_KERNEL_FILE(register_matmul_tf32_mma_cuda)            // cuda/matmul_tf32_mma.cu
+#ifdef MINIDL_WITH_SM90A
+MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_cuda)          // cuda/matmul_tf32_wgmma.cu (sm_90a builds only)
+#endif
 MINIDL_KERNEL_FILE(register_conv_direct_cuda)  // cuda/conv_direct.cu
 MINIDL_KERNEL_FILE(register_conv_im2col_cuda)  // cuda/conv_im2col.cu
+MINIDL_KERNEL_FILE(register_conv_implicit_gemm_cuda)       // cuda/conv_implicit_gemm.cu
+MINIDL_KERNEL_FILE(register_conv_implicit_gemm_tf32_cuda)  // cuda/conv_implicit_gemm_tf32.cu
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
 #endif

@@ -8,6 +8,7 @@
 //   v2_smem_tiled        32 x 32 tiles staged in shared memory (float32, float64)
 //   v3_register_blocked  8 x 8 outputs per thread from shared tiles (float32; cuda/gemm_tiled.cuh)
 //   cublas               cuBLAS strided-batched GEMM (float32, float64)
+// The ladder goes on in cuda/matmul_v4_warptiled.cu ... matmul_tf32_wgmma.cu (docs/gemm-ladder.md).
 // Accumulation convention: out is overwritten (=).
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "cuda/cuda_common.h"
 #include "cuda/dense_common.h"
 #include "cuda/gemm_tiled.cuh"
+#include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {
@@ -186,25 +188,7 @@ bool matmul_v3_register_blocked(const Tensor& a, const Tensor& b, Tensor& out, b
   if (out.dtype() != DType::float32) return false;
   cuda::set_device(out.device().index);
   if (out.numel() == 0) return true;
-  const MatmulDims d = matmul_dims(a, b, out, trans_a);
-  cuda::GemmBatch g;
-  g.M = d.M;
-  g.N = d.N;
-  g.K = d.K;
-  g.A = a.data<float>();
-  g.lda = d.lda;
-  g.stride_a = d.M * d.K;
-  g.B = b.data<float>();
-  g.ldb = d.ldb;
-  g.stride_b = d.K * d.N;
-  g.C = out.data<float>();
-  g.ldc = d.N;
-  g.stride_c = d.M * d.N;
-  g.batch = d.batch;
-  g.group = 1;
-  g.trans_a = trans_a;
-  g.trans_b = trans_b;
-  return cuda::gemm_register_blocked(g, out.device().index);
+  return cuda::gemm_register_blocked(cuda::matmul_gemm_batch(a, b, out, trans_a, trans_b), out.device().index);
 }
 
 // ---------------------------------------------------------------- cublas

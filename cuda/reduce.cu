@@ -18,9 +18,15 @@
 // gather.backward "direct": cudaMemsetAsync(grad_x, 0), then one atomicAdd per grad_out element
 //                           (indices outside [0, n) are skipped). The order of the additions varies, so
 //                           results may differ in the last bits between runs where indices repeat.
+//                           Declines in deterministic mode (core/determinism.h).
+// gather.backward "ordered": one thread per grad_x element (o, n', i) adds, for j = 0 .. k-1 in order, the
+//                           grad_out[o, j, i] whose index is n': no atomics, the same bits every run, at
+//                           the cost of reading k indices per grad_x element (n times more index reads
+//                           than "direct"). The kernel --deterministic runs.
 #include <cmath>
 #include <limits>
 
+#include "core/determinism.h"
 #include "cuda/device_utils.cuh"
 #include "ops/kernel_signatures.h"
 
@@ -211,6 +217,21 @@ __global__ void scatter_add_kernel(const T* grad_out, const int64_t* index, T* g
   }
 }
 
+// e runs over grad_x = [outer, n, inner]: e = (o * n + d) * inner + i; sums in index order.
+template <class T>
+__global__ void scatter_add_ordered_kernel(const T* grad_out, const int64_t* index, T* grad_x, int64_t total,
+                                           int64_t n, int64_t k, int64_t inner) {
+  for (int64_t e = global_thread_index(); e < total; e += global_thread_count()) {
+    const int64_t i = e % inner, d = e / inner % n, o = e / (n * inner);
+    T sum = T(0);
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t at = (o * k + j) * inner + i;
+      if (index[at] == d) sum += grad_out[at];
+    }
+    grad_x[e] = sum;
+  }
+}
+
 bool gather_direct(const Tensor& x, const Tensor& index, Tensor& out) {
   const int64_t n = x.shape()[1], k = index.shape()[1], inner = x.shape()[2];
   const int64_t total = out.numel();
@@ -224,6 +245,7 @@ bool gather_direct(const Tensor& x, const Tensor& index, Tensor& out) {
 }
 
 bool scatter_add_direct(const Tensor& grad_out, const Tensor& index, Tensor& grad_x) {
+  if (deterministic_algorithms()) return false;  // atomicAdd order varies: "ordered" takes the call
   const int64_t n = grad_x.shape()[1], k = index.shape()[1], inner = grad_x.shape()[2];
   const int64_t total = grad_out.numel();
   if (grad_x.numel() == 0) return true;
@@ -235,6 +257,18 @@ bool scatter_add_direct(const Tensor& grad_out, const Tensor& index, Tensor& gra
           grad_out.data<T>(), index.data<int64_t>(), grad_x.data<T>(), total, n, k, inner);
       MINIDL_LAUNCH_CHECK();
     }
+  });
+}
+
+bool scatter_add_ordered(const Tensor& grad_out, const Tensor& index, Tensor& grad_x) {
+  const int64_t n = grad_x.shape()[1], k = index.shape()[1], inner = grad_x.shape()[2];
+  const int64_t total = grad_x.numel();
+  if (total == 0) return true;
+  cudaStream_t s = cuda::launch_stream(grad_x);
+  return MINIDL_FLOAT_TYPES(grad_x.dtype(), {
+    scatter_add_ordered_kernel<T><<<cuda::grid_for(total, kBlock), kBlock, 0, s>>>(
+        grad_out.data<T>(), index.data<int64_t>(), grad_x.data<T>(), total, n, k, inner);
+    MINIDL_LAUNCH_CHECK();
   });
 }
 
@@ -250,7 +284,12 @@ void register_reduce_cuda() {
   register_kernel<GatherKernel>("gather", DeviceType::cuda, "direct", 10, "one thread per output element",
                                 gather_direct);
   register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cuda, "direct", 10,
-                                    "memset to zero, then one atomicAdd per gradient element", scatter_add_direct);
+                                    "memset to zero, then one atomicAdd per gradient element (declines with "
+                                    "--deterministic)",
+                                    scatter_add_direct);
+  register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cuda, "ordered", 5,
+                                    "one thread per grad_x element, adds in index order: deterministic",
+                                    scatter_add_ordered);
 }
 
 }  // namespace minidl

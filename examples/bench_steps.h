@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "nn/metrics.h"
 
@@ -122,11 +123,13 @@ struct BenchFlags {
   int64_t batch = 0;
   int warmup = 20, steps = 100;
   uint64_t seed = 1;
+  bool deterministic = false;
   std::vector<std::string> kernels;
   bool distributed = false;
 };
 
-// Adds --device, --batch, --warmup, --steps, --kernel, --seed and --json to `cmd`, bound to `f`.
+// Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic and --distributed
+// to `cmd`, bound to `f`.
 inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
   cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
@@ -138,6 +141,8 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--kernel", f.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--seed", f.seed, "seed of initialisation, dropout and the batch")->capture_default_str();
   cmd->add_option("--json", f.json, "write the settings and times as one JSON object to FILE");
+  cmd->add_flag("--deterministic", f.deterministic,
+                "only deterministic algorithms on a GPU, as `train --deterministic` (to measure what it costs)");
   cmd->add_flag("--distributed", f.distributed,
                 "time one rank's data-parallel step (mpirun -np N ...; --batch is the global batch)");
 }
@@ -161,8 +166,8 @@ inline void report(const BenchRun& r, const std::string& json_path) {
   const double peak = peak_memory_bytes(r.device);
   const StepTimes& t = r.times;
   const double images_per_second = 1000.0 * static_cast<double>(r.batch) / t.mean_ms;
-  std::printf("device %s, batch %lld, %s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
-              precision_text(r.device).c_str());
+  std::printf("device %s, batch %lld, %s%s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
+              precision_text(r.device).c_str(), minidl::deterministic_algorithms() ? ", deterministic algorithms" : "");
   std::printf("kernels: %s\n", kernels_line(kernels).c_str());
   if (peak >= 0) std::printf("peak GPU memory in use: %.1f MiB\n", peak / (1024.0 * 1024.0));
   std::printf("last loss %.4f\n", r.last_loss);
@@ -177,6 +182,7 @@ inline void report(const BenchRun& r, const std::string& json_path) {
                          {"warmup", r.warmup},
                          {"steps", t.steps},
                          {"tf32", r.device.is_cuda() && tf32_requested()},
+                         {"deterministic", minidl::deterministic_algorithms()},
                          {"mean_ms", t.mean_ms},
                          {"median_ms", t.median_ms},
                          {"min_ms", t.min_ms},

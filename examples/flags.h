@@ -1,6 +1,8 @@
-// examples/flags.h — flag checks shared by the example programs (mnist, captcha), on top of CLI11.
+// examples/flags.h — flag checks shared by the example programs (mnist, captcha), on top of CLI11. Each
+// failing check is reported by CLI11 as "<flag>: <message>" and the program exits with status 2.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <exception>
 #include <string>
 
@@ -33,6 +35,44 @@ inline CLI::Validator positive() {
         }
         return "must be positive, got " + text;
       },
+      "");
+}
+
+// A flag check for learning rates and other scales: a finite number above zero ("inf" and "nan" parse
+// as numbers, and an infinite learning rate only fails, as NaN, after the first step).
+inline CLI::Validator finite_positive() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          const double v = std::stod(text);
+          if (std::isfinite(v) && v > 0) return "";
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        return "must be a finite positive number, got " + text;
+      },
+      "");
+}
+
+// A flag check for probabilities such as dropout: lo <= value < hi ("must be in [0, 1), got 1.5").
+inline CLI::Validator at_least_and_below(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        try {
+          const double v = std::stod(text);
+          if (v >= lo && v < hi) return "";
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        return minidl::str_cat("must be in [", lo, ", ", hi, "), got ", text);
+      },
+      "");
+}
+
+// A flag check for file names: `--save ""` would otherwise mean "no file" and silently save nothing.
+inline CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "needs a file name, got an empty one" : ""; },
       "");
 }
 

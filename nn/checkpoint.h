@@ -3,7 +3,8 @@
 // The format is documented byte by byte in docs/checkpoint-format.md: magic "MINIDLCK", a version, the
 // file size, a string->string metadata map, named tensors (name, dtype, shape, little-endian data), and
 // a CRC-32 of everything before it. Files are written atomically (a temporary file in the same
-// directory, fsync, rename), so a crash or error mid-save leaves the previous file intact. Loading
+// directory, fsync, rename), so a crash or error mid-save leaves the previous file intact; the details
+// (symbolic links, file modes, what happens on a signal) are in docs/checkpoint-format.md. Loading
 // checks everything before trusting it and fails with a message that says what is wrong: not a
 // checkpoint, unsupported version, truncated, checksum mismatch, or corrupt structure.
 #pragma once
@@ -22,9 +23,25 @@ struct Checkpoint {
   NamedTensors tensors;                         // any device; saved from a CPU copy
 };
 
+// Saves atomically over `path`: a regular file (its permission bits are kept), a symbolic link (the file
+// it points to is replaced; the link stays), or nothing yet (created with 0666 minus the umask). A folder,
+// device, FIFO or socket at `path` is refused, as is an empty path. The temporary file,
+// <target>.tmp-<pid>-XXXXXX, is removed when the save fails and when SIGINT, SIGTERM or SIGHUP ends the
+// process during the save.
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Loaded tensors are on the CPU.
 Checkpoint read_checkpoint(const std::string& path);
+
+// Checks, before a program starts work that ends with a save, that `path` can be saved to: the name is
+// not empty, its folder exists and lets us create a file (one is created and removed: permissions,
+// read-only file systems), and the path is not a folder, device, FIFO or socket. Then removes temporary
+// files of earlier saves to the same file whose process is gone (killed mid-save, e.g. by SIGKILL).
+// Errors start with `flag` ("--save 'x.ckpt': the folder 'out' does not exist").
+struct SavePath {
+  std::string target;     // the file saves replace (`path`, or where its symbolic links lead)
+  int stale_removed = 0;  // stale temporary files removed
+};
+SavePath prepare_checkpoint_path(const std::string& path, const std::string& flag = "--save");
 
 // Model and (optionally) optimizer in one file: tensors "model/<name>" from model.state_dict() and
 // "optimizer/<name>" from optimizer->state_dict(); metadata gets "optimizer" = its type name.

@@ -48,14 +48,23 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps,
       min_lr_(max_lr / div_factor / final_div_factor),
       up_end_(pct_start * static_cast<double>(total_steps) - 1),
       last_(static_cast<double>(total_steps) - 1) {
-  MINIDL_CHECK(max_lr > 0 && total_steps > 1 && pct_start > 0 && pct_start < 1 && div_factor > 0 &&
+  MINIDL_CHECK(std::isfinite(max_lr) && max_lr > 0 && pct_start > 0 && pct_start < 1 && div_factor > 0 &&
                    final_div_factor > 0,
-               "OneCycleLR: bad configuration: max_lr ", max_lr, ", total_steps ", total_steps, ", pct_start ",
-               pct_start);
+               "OneCycleLR: bad configuration: max_lr ", max_lr, ", pct_start ", pct_start, ", div_factor ",
+               div_factor, ", final_div_factor ", final_div_factor);
   MINIDL_CHECK(up_end_ > 0 && up_end_ < last_, "OneCycleLR: pct_start ", pct_start, " of ", total_steps,
-               " steps leaves no room for the warm-up or the annealing phase");
+               " steps leaves no room for the warm-up or the annealing phase (it needs at least ",
+               min_total_steps(pct_start), " steps)");
   base_lr_ = initial_lr_;
   optimizer_.set_lr(lr_at(0));
+}
+
+int64_t OneCycleLR::min_total_steps(double pct_start) {
+  MINIDL_CHECK(pct_start > 0 && pct_start < 1, "OneCycleLR: pct_start must be in (0, 1), got ", pct_start);
+  // up = pct_start * total - 1 > 0  <=>  total > 1 / pct_start (then up < last holds, as pct_start < 1)
+  int64_t total = std::max<int64_t>(2, static_cast<int64_t>(std::floor(1.0 / pct_start)));
+  while (pct_start * static_cast<double>(total) - 1 <= 0) ++total;  // at most a step or two of rounding
+  return total;
 }
 
 double OneCycleLR::lr_at(int64_t step) const {

@@ -66,6 +66,9 @@ class OneCycleLR : public LRScheduler {
   OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, double pct_start = 0.3,
              double div_factor = 25, double final_div_factor = 1e4);
   double lr_at(int64_t t) const override;
+  // The fewest total_steps that leave room for both phases (up > 0): 4 for pct_start 0.3. Programs check
+  // their step count against it before training.
+  static int64_t min_total_steps(double pct_start = 0.3);
 
  private:
   double max_lr_, initial_lr_, min_lr_;

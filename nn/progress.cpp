@@ -33,7 +33,7 @@ Progress::Progress(std::string title, int64_t total_steps, Mode mode, std::FILE*
       interval_(interval_seconds),
       start_(std::chrono::steady_clock::now()),
       last_print_(live_ ? -1e30 : 0.0) {  // live: draw at once; plain: the first line after an interval
-  MINIDL_CHECK(total_steps > 0, "progress: total_steps must be positive, got ", total_steps);
+  MINIDL_CHECK(total_steps >= 0, "progress: total_steps must not be negative, got ", total_steps);
 }
 
 double Progress::elapsed_seconds() const {
@@ -41,6 +41,7 @@ double Progress::elapsed_seconds() const {
 }
 
 bool Progress::due(int64_t step) const {
+  if (total_ == 0) return false;  // an empty loop: nothing to report
   const double now = elapsed_seconds();
   if (live_) return step == total_ || now - last_print_ >= kLiveRefreshSeconds;
   if (step >= total_) return false;  // the summary line covers the end

@@ -19,7 +19,8 @@ class Progress {
  public:
   enum class Mode { automatic, live, plain };
 
-  // `title` starts every line ("epoch 1/3"); total_steps > 0.
+  // `title` starts every line ("epoch 1/3"); total_steps >= 0 (a loop of 0 steps prints nothing but
+  // the summary given to finish(): callers check for empty data themselves, with a message naming it).
   Progress(std::string title, int64_t total_steps, Mode mode = Mode::automatic, std::FILE* out = stdout,
            double interval_seconds = 10);
 

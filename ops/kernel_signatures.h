@@ -11,6 +11,10 @@
 //   - outputs are freshly allocated and contiguous, and kernels overwrite them (`=`, never `+=`);
 //   - inputs marked "any strides" may be non-contiguous views, including stride-0 broadcast views;
 //     every other input is contiguous.
+// What a kernel may decline (the documented declines, which the tests' all-kernel sweeps accept): a dtype
+// other than float32; a transposed operand (matmul's trans_a, trans_b); an "any strides" input that is
+// not contiguous. It must serve float32 contiguous inputs of every size the front end allows: the sweeps
+// fail a kernel that declines those (tests/test_util.h served_or_declined).
 // The naive CPU kernels (cpu/*_naive.cpp) are the reference every other kernel is tested against.
 #pragma once
 #include <cstdint>
@@ -205,15 +209,41 @@ using GruCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& h, 
 using GruCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& h, const Tensor& gates, Tensor& grad_gi,
                                    Tensor& grad_gh, Tensor& grad_h);
 
-// ---------------------------------------------------------------- GRU over whole sequences (all layers, both directions)
+// ---------------------------------------------------------------- LSTM (one fused time step of an LSTM layer)
+// gi = x_t W_ih^T + b_ih and gh = h W_hh^T + b_hh, both [N, 4H] with the gates in the order i, f, g, o
+// (PyTorch's layout); c [N, H] the cell state before the step. All contiguous.
+// Key "lstm_cell":
+//   i = sigmoid(gi_i + gh_i),  f = sigmoid(gi_f + gh_f),  g = tanh(gi_g + gh_g),  o = sigmoid(gi_o + gh_o)
+//   c_new = f * c + i * g,  h_new = o * tanh(c_new)                          (h_new, c_new [N, H])
+//   gates [N, 5H] = (i, f, g, o, tanh(c_new)) per row: what the backward kernel needs (the activated
+//   values, so it evaluates no exp/tanh).
+using LstmCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& c, Tensor& h_new, Tensor& c_new,
+                            Tensor& gates);
+// Key "lstm_cell.backward": from grad_h_new and grad_c_new [N, H], c and the saved gates, with
+//   dc = grad_c_new + grad_h_new o (1 - tanh(c_new)^2)      (the whole gradient at c_new)
+//   d_i = dc g i (1 - i),  d_f = dc c f (1 - f),  d_g = dc i (1 - g^2),  d_o = grad_h_new tanh(c_new) o (1 - o)
+//   grad_gates = (d_i, d_f, d_g, d_o)  [N, 4H]   (the gradient of gi and of gh alike: both enter as gi + gh)
+//   grad_c = dc f  [N, H]
+// (the path from h, through gh = h W_hh^T + b_hh, is the linear op's gradient).
+using LstmCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& grad_c_new, const Tensor& c,
+                                    const Tensor& gates, Tensor& grad_gates, Tensor& grad_c);
+
+// ---------------------------------------------------------------- RNNs over whole sequences (all layers, both directions)
+// Keys "gru_sequence" (G = 3 gate blocks r, z, n) and "lstm_sequence" (G = 4: i, f, g, o); one signature.
 // x [T, N, I]; params: per layer k (0 .. L-1) and direction d (0 forward, then 1 reverse when
-// bidirectional), the four tensors w_ih [3H, in_k], w_hh [3H, H], b_ih [3H], b_hh [3H] (row blocks r, z, n),
-// in_0 = I, in_k = H * dirs after. y [T, N, H * dirs]. All contiguous, one dtype. For each layer and
-// direction, with h_{-1} = 0 and the reverse direction visiting t = T-1 .. 0 (its "previous" step is t+1):
+// bidirectional), the four tensors w_ih [G*H, in_k], w_hh [G*H, H], b_ih [G*H], b_hh [G*H] (row blocks in
+// gate order), in_0 = I, in_k = H * dirs after. y [T, N, H * dirs]. All contiguous, one dtype. For each
+// layer and direction, with zero initial states and the reverse direction visiting t = T-1 .. 0 (its
+// "previous" step is t+1):
 //   gi = in_t W_ih^T + b_ih,  gh = h_prev W_hh^T + b_hh
+// then the GRU:
 //   r = sigmoid(gi_r + gh_r),  z = sigmoid(gi_z + gh_z),  n = tanh(gi_n + r * gh_n)
-//   h_t = (1 - z) * n + z * h_prev,   written to y_k[t, :, d*H .. d*H+H)
-// in_t is x_t for layer 0 and layer k-1's output at t after; y is the last layer's output.
+//   h_t = (1 - z) * n + z * h_prev
+// or the LSTM (c_prev the cell state of the previous step):
+//   i = sigmoid(gi_i + gh_i),  f = sigmoid(gi_f + gh_f),  g = tanh(gi_g + gh_g),  o = sigmoid(gi_o + gh_o)
+//   c_t = f * c_prev + i * g,  h_t = o * tanh(c_t)
+// with h_t written to y_k[t, :, d*H .. d*H+H). in_t is x_t for layer 0 and layer k-1's output at t
+// after; y is the last layer's output (the final h and c are not returned).
 //
 // The reserve: what a forward kernel keeps for its backward, in a layout private to that kernel. The
 // forward kernel sets `kernel` to its own registered name and allocates `data` (any dtype, any size); a
@@ -221,24 +251,36 @@ using GruCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& h, co
 // never reads another kernel's layout, whatever the selection says. With keep_reserve false (no gradient
 // wanted) the forward kernel may leave data undefined. A backward kernel may overwrite the reserve's
 // contents (cuDNN's does), so each reserve serves one backward call.
-struct GruSequenceReserve {
+struct RnnSequenceReserve {
   std::string kernel;
   Tensor data;
 };
-// Key "gru_sequence": y from x and params (the equations above).
-using GruSequenceKernel = bool(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
-                               bool keep_reserve, Tensor& y, GruSequenceReserve& reserve);
-// Key "gru_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y, the forward's reserve),
-// grad_x [T, N, I] and grad_params (one per parameter, same shapes), overwritten (=). Per step, in reverse
-// order of the direction's visit, with g = dL/dh_t (from grad_y and from the step after) and the gates:
+using GruSequenceReserve = RnnSequenceReserve;
+// Keys "gru_sequence", "lstm_sequence": y from x and params (the equations above).
+using RnnSequenceKernel = bool(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
+                               bool keep_reserve, Tensor& y, RnnSequenceReserve& reserve);
+using GruSequenceKernel = RnnSequenceKernel;
+using LstmSequenceKernel = RnnSequenceKernel;
+// Keys "gru_sequence.backward", "lstm_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y,
+// the forward's reserve), grad_x [T, N, I] and grad_params (one per parameter, same shapes), overwritten
+// (=). Per step, in reverse order of the direction's visit, with g = dL/dh_t (from grad_y and from the
+// step after), the GRU's
 //   d_n = g (1 - z) (1 - n^2),  d_z = g (h_prev - n) z (1 - z),  d_r = d_n gh_n r (1 - r)
-//   dgi = (d_r, d_z, d_n),  dgh = (d_r, d_z, d_n * r)
+//   dgi = (d_r, d_z, d_n),  dgh = (d_r, d_z, d_n * r),  dL/dh_prev = g z + dgh W_hh
+// or the LSTM's, with dh = g (the letter g is the LSTM's gate here) and dc_next = dL/dc_t from the step
+// after (0 at the last visited step):
+//   dc = dc_next + dh o (1 - tanh(c_t)^2)
+//   d_i = dc g i (1 - i),  d_f = dc c_prev f (1 - f),  d_g = dc i (1 - g^2),  d_o = dh tanh(c_t) o (1 - o)
+//   dgi = dgh = (d_i, d_f, d_g, d_o),  dL/dh_prev = dgh W_hh,  dL/dc_prev = dc f
+// and for both
 //   grad_b_ih += dgi,  grad_b_hh += dgh,  grad_w_ih += dgi^T in_t,  grad_w_hh += dgh^T h_prev
-//   grad_in_t += dgi W_ih,  dL/dh_prev = g z + dgh W_hh
-// and layer k's grad_in_t is (part of) layer k-1's dL/dy.
-using GruSequenceBackwardKernel = bool(const Tensor& grad_y, const Tensor& x, const std::vector<Tensor>& params,
+//   grad_in_t += dgi W_ih
+// where layer k's grad_in_t is (part of) layer k-1's dL/dy.
+using RnnSequenceBackwardKernel = bool(const Tensor& grad_y, const Tensor& x, const std::vector<Tensor>& params,
                                        int num_layers, bool bidirectional, const Tensor& y,
-                                       const GruSequenceReserve& reserve, Tensor& grad_x,
+                                       const RnnSequenceReserve& reserve, Tensor& grad_x,
                                        std::vector<Tensor>& grad_params);
+using GruSequenceBackwardKernel = RnnSequenceBackwardKernel;
+using LstmSequenceBackwardKernel = RnnSequenceBackwardKernel;
 
 }  // namespace minidl

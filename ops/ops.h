@@ -111,11 +111,27 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
 // GRU layer on it; the same step written with elementwise ops is the layer's "composed" path.
 Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
 
-// ---- GRU over whole sequences (ops/gru_sequence.cpp)
+// ---- LSTM (ops/lstm.cpp)
+// One fused LSTM time step (PyTorch's equations): gi = x_t W_ih^T + b_ih and gh = h W_hh^T + b_hh, both
+// [N, 4H] with gates i, f, g, o; c [N, H] the cell state. Returns the new state stacked as [2, N, H]:
+//   [0] = h' = o * tanh(c'),  [1] = c' = f * c + i * g,
+//   i = sigmoid(gi_i + gh_i), f = sigmoid(gi_f + gh_f), g = tanh(gi_g + gh_g), o = sigmoid(gi_o + gh_o)
+// with a dedicated backward kernel (formulas in ops/kernel_signatures.h). nn/lstm.h builds the LSTM
+// layer on it; the same step written with elementwise ops is the layer's "composed" path.
+Tensor lstm_cell(const Tensor& gi, const Tensor& gh, const Tensor& c);
+
+// ---- GRU over whole sequences (ops/rnn_sequence.cpp)
 // The GRU layer's whole stack in one op: x [T, N, I], params flat in nn/gru.h's order (per layer k,
 // forward then reverse: w_ih [3H, in_k], w_hh [3H, H], b_ih [3H], b_hh [3H]) -> y [T, N, H * dirs],
 // with PyTorch's equations and h_{-1} = 0 (formulas in ops/kernel_signatures.h). One kernel call forward
 // and one backward (grads for x and every parameter), so a library RNN (cuDNN) can be a kernel of it.
 Tensor gru_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional);
+
+// ---- LSTM over whole sequences (ops/rnn_sequence.cpp)
+// The LSTM layer's whole stack in one op: x [T, N, I], params flat in nn/lstm.h's order (per layer k,
+// forward then reverse: w_ih [4H, in_k], w_hh [4H, H], b_ih [4H], b_hh [4H]) -> y [T, N, H * dirs] (the
+// h of every step), with PyTorch's equations and h_{-1} = c_{-1} = 0 (formulas in ops/kernel_signatures.h).
+// One kernel call forward and one backward, like gru_sequence.
+Tensor lstm_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional);
 
 }  // namespace minidl

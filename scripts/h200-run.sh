@@ -2,8 +2,8 @@
 # scripts/h200-run.sh — what the issues ask to be measured on the GPU, for one device call:
 # `minidl info`, the whole test binary, MNIST timings (default and all-hand-written kernels, batch 64
 # and 256), the kernel benchmark, the GPU tests under compute-sanitizer memcheck, the captcha training
-# with default settings and its evaluation on 10,000 fresh captchas, the captcha step benchmark, and the
-# PyTorch side-by-side comparison. Each step has its own time limit; logs go to $OUT/<step>.log and a
+# with default settings and its evaluation on 10,000 fresh captchas (captcha_lstm: the same with the LSTM
+# of captcha_break's recipe), the captcha step benchmark, and the PyTorch side-by-side comparison. Each step has its own time limit; logs go to $OUT/<step>.log and a
 # summary to $OUT/summary.log. The default steps fit one 10-minute call; captcha (~4 minutes) and torch
 # (~2) are asked for by name.
 #   BUILD=build-cuda DATA=data/mnist bash scripts/h200-run.sh [STEP...]
@@ -40,14 +40,18 @@ for s in "${steps[@]}"; do
     mnist_hand)
       MINIDL_KERNELS=$hand_written run mnist_hand_b64 60 "$bin/mnist" train --device cuda --epochs 1 --batch 64 --data "$data" --metrics "$out/mnist_hand_b64.jsonl"
       MINIDL_KERNELS=$hand_written run mnist_hand_b256 40 "$bin/mnist" train --device cuda --epochs 1 --batch 256 --data "$data" --metrics "$out/mnist_hand_b256.jsonl" ;;
-    bench) run bench 50 "$bin/minidl" bench --device cuda ;;
+    bench) run bench 300 "$bin/minidl" bench --device cuda --json "$out/bench.jsonl" --svg "$out/bench.svg" ;;
     memcheck) run memcheck 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin/minidl_tests" "[cuda]" ;;
     captcha)
       run captcha_train 320 "$bin/captcha" train --device cuda --save "$out/captcha.ckpt" --metrics "$out/captcha.jsonl"
       run captcha_eval 60 "$bin/captcha" eval --model "$out/captcha.ckpt" --device cuda ;;
+    captcha_lstm)  # captcha_break's recipe: the default run with an LSTM (docs/captcha.md)
+      run captcha_lstm_train 400 "$bin/captcha" train --device cuda --rnn lstm --save "$out/captcha_lstm.ckpt" --metrics "$out/captcha_lstm.jsonl"
+      run captcha_lstm_eval 60 "$bin/captcha" eval --model "$out/captcha_lstm.ckpt" --device cuda ;;
     captcha_bench)
       run captcha_bench 40 "$bin/captcha" bench --device cuda
       run captcha_bench_fused 40 "$bin/captcha" bench --device cuda --gru fused
+      run captcha_bench_lstm 40 "$bin/captcha" bench --device cuda --rnn lstm
       MINIDL_TF32=1 run captcha_bench_tf32 40 "$bin/captcha" bench --device cuda ;;
     torch) OUT=$out/torch BUILD=${BUILD:-build-cuda} run torch 200 bash scripts/compare-torch.sh ;;
     *) echo "unknown step $s" ;;

@@ -259,13 +259,20 @@ TEST_CASE("copy, cast and fill kernels give the same values as the naive referen
   for_each_kernel("cast", [&](Device d, const std::string& name) {
     const Tensor x = base.to(d).transpose(0, 1);
     const Tensor as64 = x.to(DType::float64);
-    CHECK(last_kernel("cast", d.type) == name);
+    CHECK(served_or_declined("cast", d.type, name, /*may_decline=*/true));  // from a transposed view
     CHECK(compare(as64, ref_t, 0, 0) == "");
+    const Tensor plain = x.contiguous().to(DType::float64);  // contiguous: every kernel must serve it
+    CHECK(last_kernel("cast", d.type) == name);
+    CHECK(compare(plain, ref_t, 0, 0) == "");
   });
   for_each_kernel("fill", [&](Device d, const std::string& name) {
     const Tensor t = zeros({5, 6}, TensorOptions(DType::float32, d));
     fill_(t.slice(1, 1, 6, 2), 2.5);
+    CHECK(served_or_declined("fill", d.type, name, /*may_decline=*/true));  // a strided view
+    const Tensor whole = zeros({4}, TensorOptions(DType::float32, d));
+    fill_(whole, 1.5);  // contiguous: every kernel must serve it
     CHECK(last_kernel("fill", d.type) == name);
+    CHECK(whole.to_vector<float>() == std::vector<float>{1.5, 1.5, 1.5, 1.5});
     CHECK(t.to_vector<float>() == std::vector<float>{0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5,
                                                      0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5, 0, 2.5});
   });

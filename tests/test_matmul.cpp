@@ -3,6 +3,8 @@
 // gradient checks, and the error messages.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include "core/dispatch.h"
 #include "tests/test_util.h"
 
@@ -49,6 +51,66 @@ Tensor naive_kernel_product(const Tensor& a, const Tensor& b, bool ta, bool tb) 
   return out;
 }
 
+// The all-kernels sweep of one matmul kernel: "" when kernel `name` on device d serves every plain
+// product (float32, no transposes: odd sizes, a 1x1x1, tile edges, batches) with the naive kernel's
+// result, and, on the inputs a kernel may refuse (a transposed operand, float64), either serves them
+// correctly or declines them; otherwise the failures, one per line. Sizes: odd ones, a 1x1x1, leftovers of
+// the blocked kernel's 4-row groups and of the packed kernels' 6x16 and 12x32 tiles, sizes crossing the
+// blocked kernel's 128 (k) and 512 (n) tiles and the packed kernels' 256 (k) and 144/288 (m) blocks, and
+// products big enough for openblas and packed_omp to thread them by batch entry, by columns and by rows.
+std::string matmul_sweep(Device d, const std::string& name) {
+  struct Size {
+    int64_t batch, m, k, n;
+  };
+  const std::vector<Size> sizes = {{1, 7, 13, 5},    {3, 17, 33, 9},   {2, 1, 1, 1},    {1, 65, 130, 67},
+                                   {2, 6, 300, 530}, {1, 301, 41, 70}, {3, 64, 50, 70}, {1, 13, 260, 33}};
+  SelectionReset reset;
+  std::ostringstream failures;
+  for (DType dtype : {DType::float32, DType::float64})
+    for (const Size& s : sizes)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          std::ostringstream what;
+          what << dtype_name(dtype) << " batch " << s.batch << " m " << s.m << " k " << s.k << " n " << s.n
+               << " trans_a " << ta << " trans_b " << tb;
+          const Tensor a = uniform({s.batch, ta ? s.k : s.m, ta ? s.m : s.k}, -1, 1, dtype);
+          const Tensor b = uniform({s.batch, tb ? s.n : s.k, tb ? s.k : s.n}, -1, 1, dtype);
+          const Tensor ref = naive_kernel_product(a, b, ta, tb);
+          select_kernel("matmul", d.type, name);
+          Tensor out = empty({s.batch, s.m, s.n}, TensorOptions(dtype, d));
+          try {
+            dispatch<MatmulKernel>("matmul", d, a.to(d), b.to(d), out, ta, tb);
+          } catch (const Error& e) {
+            failures << what.str() << ": " << e.what() << "\n";
+            continue;
+          }
+          const bool may_decline = dtype != DType::float32 || ta || tb;  // ops/kernel_signatures.h
+          if (!served_or_declined("matmul", d.type, name, may_decline)) {
+            failures << what.str() << ": " << name << " declined (served by " << last_kernel("matmul", d.type)
+                     << ")\n";
+            continue;
+          }
+          if (last_kernel("matmul", d.type) != name) continue;  // a documented decline
+          const Tolerance tol = dtype == DType::float32 ? matmul_tolerance(name, s.k, {1e-4, 1e-4})
+                                                        : Tolerance{1e-10, 1e-10};
+          const std::string diff = compare(out, ref, tol.rtol, tol.atol);
+          if (!diff.empty()) failures << what.str() << ": " << diff;
+        }
+  return failures.str();
+}
+
+// Test kernels: the naive kernel behind a kernel that declines transposed operands, and one that
+// declines everything.
+bool naive_matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb) {
+  for (const KernelInfo* k : KernelRegistry::instance().candidates("matmul", DeviceType::cpu))
+    if (k->name == "naive") return reinterpret_cast<MatmulKernel*>(k->fn)(a, b, out, ta, tb);
+  return false;
+}
+bool declines_transposed(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb) {
+  return !ta && !tb && naive_matmul(a, b, out, ta, tb);
+}
+bool declines_everything(const Tensor&, const Tensor&, Tensor&, bool, bool) { return false; }
+
 }  // namespace
 
 TEST_CASE("matmul: a hand-computed product", "[matmul]") {
@@ -61,30 +123,41 @@ TEST_CASE("matmul: a hand-computed product", "[matmul]") {
   });
 }
 
-TEST_CASE("matmul kernels match the naive kernel for every transpose flag", "[matmul]") {
-  struct Size {
-    int64_t batch, m, k, n;
-  };
-  // Odd sizes, a 1x1x1, leftovers of the blocked kernel's 4-row groups, sizes crossing its 128 (k) and
-  // 512 (n) tile edges, and products big enough for openblas to thread them by batch entry, by columns
-  // and by rows.
-  const std::vector<Size> sizes = {{1, 7, 13, 5},    {3, 17, 33, 9},   {2, 1, 1, 1},   {1, 65, 130, 67},
-                                   {2, 6, 300, 530}, {1, 301, 41, 70}, {3, 64, 50, 70}};
-  for (const Size& s : sizes)
-    for (bool ta : {false, true})
-      for (bool tb : {false, true}) {
-        INFO("batch " << s.batch << " m " << s.m << " k " << s.k << " n " << s.n << " trans_a " << ta << " trans_b "
-                      << tb);
-        const Tensor a = uniform({s.batch, ta ? s.k : s.m, ta ? s.m : s.k}, -1, 1, DType::float32);
-        const Tensor b = uniform({s.batch, tb ? s.n : s.k, tb ? s.k : s.n}, -1, 1, DType::float32);
-        const Tensor ref = naive_kernel_product(a, b, ta, tb);
-        for_each_kernel("matmul", [&](Device d, const std::string& name) {
-          Tensor out = empty({s.batch, s.m, s.n}, TensorOptions(DType::float32, d));
-          dispatch<MatmulKernel>("matmul", d, a.to(d), b.to(d), out, ta, tb);
-          CHECK(last_kernel("matmul", d.type) == name);
-          CHECK(compare(out, ref, 1e-4, 1e-4) == "");
-        });
-      }
+TEST_CASE("matmul kernels match the naive kernel for every transpose flag and dtype", "[matmul]") {
+  for (Device d : test_devices())
+    for (const std::string& name : kernels_for("matmul", d.type)) {
+      INFO("device " << d.str() << ", kernel " << name);
+      CHECK(matmul_sweep(d, name) == "");
+    }
+}
+
+TEST_CASE("the matmul sweep accepts a kernel that declines transposed operands, not one that declines all",
+          "[matmul][decline]") {
+  {
+    ScopedKernel<MatmulKernel> k("matmul", DeviceType::cpu, "test_declines_transposed", declines_transposed);
+    CHECK(matmul_sweep(Device::cpu(), "test_declines_transposed") == "");
+  }
+  ScopedKernel<MatmulKernel> k("matmul", DeviceType::cpu, "test_declines_everything", declines_everything);
+  const std::string failures = matmul_sweep(Device::cpu(), "test_declines_everything");
+  CHECK_THAT(failures, Catch::Contains("float32 batch 1 m 7 k 13 n 5 trans_a 0 trans_b 0: "
+                                       "test_declines_everything declined (served by "));
+}
+
+TEST_CASE("the guide's kernel, ikj, passes the sweep and declines float64 and a transposed b",
+          "[matmul][guide]") {
+  CHECK(matmul_sweep(Device::cpu(), "ikj") == "");
+  SelectionReset reset;
+  select_kernel("matmul", DeviceType::cpu, "ikj");
+  const Tensor a = uniform({1, 3, 4}, -1, 1, DType::float32), b = uniform({1, 5, 4}, -1, 1, DType::float32);
+  Tensor out = empty({1, 3, 5});
+  dispatch<MatmulKernel>("matmul", Device::cpu(), a, b, out, false, /*trans_b=*/true);
+  CHECK(last_declined_kernels("matmul", DeviceType::cpu) == std::vector<std::string>{"ikj"});
+  Tensor out64 = empty({1, 3, 5}, DType::float64);
+  dispatch<MatmulKernel>("matmul", Device::cpu(), a.to(DType::float64), b.to(DType::float64), out64, false, true);
+  CHECK(last_declined_kernels("matmul", DeviceType::cpu) == std::vector<std::string>{"ikj"});
+  dispatch<MatmulKernel>("matmul", Device::cpu(), a.transpose(1, 2).contiguous(), b.transpose(1, 2).contiguous(),
+                         out, /*trans_a=*/true, false);
+  CHECK(last_kernel("matmul", DeviceType::cpu) == "ikj");
 }
 
 TEST_CASE("matmul with an empty inner dimension is zeros, and empty products are empty", "[matmul]") {
@@ -115,7 +188,8 @@ TEST_CASE("matmul front end: batches, broadcasting, 1-D operands and views on ev
     for_each_kernel("matmul", [&](Device d, const std::string& name) {
       const Tensor out = matmul(a.to(d), b.to(d));
       CHECK(last_kernel("matmul", d.type) == name);
-      CHECK(compare(out, ref, 1e-4, 1e-5) == "");
+      const Tolerance tol = matmul_tolerance(name, 7, {1e-4, 1e-5});  // K = 7 in every case
+      CHECK(compare(out, ref, tol.rtol, tol.atol) == "");
     });
   }
   // Transposed views go to the kernels as transpose flags; other strided views are packed first.
@@ -123,11 +197,14 @@ TEST_CASE("matmul front end: batches, broadcasting, 1-D operands and views on ev
   const Tensor batched = uniform({3, 7, 5}, -1, 1, DType::float32), wide = uniform({5, 14}, -1, 1, DType::float32);
   for_each_kernel("matmul", [&](Device d, const std::string& name) {
     const Tensor wd = w.to(d), xd = x.to(d), bd = batched.to(d), vd = wide.to(d);
+    const Tolerance tol = matmul_tolerance(name, 7, {1e-4, 1e-5});  // K = 7 in every product
     CHECK(compare(matmul(xd.transpose(0, 1), wd.transpose(0, 1)), expected_matmul(x.transpose(0, 1), w.transpose(0, 1)),
-                  1e-4, 1e-5) == "");
-    CHECK(last_kernel("matmul", d.type) == name);
-    CHECK(compare(matmul(bd.transpose(1, 2), xd), expected_matmul(batched.transpose(1, 2), x), 1e-4, 1e-5) == "");
-    CHECK(compare(matmul(vd.slice(1, 0, 14, 2), xd), expected_matmul(wide.slice(1, 0, 14, 2), x), 1e-4, 1e-5) == "");
+                  tol.rtol, tol.atol) == "");
+    CHECK(served_or_declined("matmul", d.type, name, /*may_decline=*/true));  // transposed operands
+    CHECK(compare(matmul(bd.transpose(1, 2), xd), expected_matmul(batched.transpose(1, 2), x), tol.rtol, tol.atol) ==
+          "");
+    CHECK(compare(matmul(vd.slice(1, 0, 14, 2), xd), expected_matmul(wide.slice(1, 0, 14, 2), x), tol.rtol,
+                  tol.atol) == "");
   });
 }
 
@@ -137,9 +214,10 @@ TEST_CASE("linear on every kernel matches x W^T + b", "[matmul][linear]") {
   const Tensor ref = add(expected_matmul(x, w.transpose(0, 1)), bias);
   const Tensor ref3 = expected_matmul(x3, w.transpose(0, 1));
   for_each_kernel("matmul", [&](Device d, const std::string& name) {
-    CHECK(compare(linear(x.to(d), w.to(d), bias.to(d)), ref, 1e-4, 1e-5) == "");
-    CHECK(last_kernel("matmul", d.type) == name);
-    CHECK(compare(linear(x3.to(d), w.to(d)), ref3, 1e-4, 1e-5) == "");
+    const Tolerance tol = matmul_tolerance(name, 9, {1e-4, 1e-5});  // K = 9
+    CHECK(compare(linear(x.to(d), w.to(d), bias.to(d)), ref, tol.rtol, tol.atol) == "");
+    CHECK(served_or_declined("matmul", d.type, name, /*may_decline=*/true));  // linear passes W transposed
+    CHECK(compare(linear(x3.to(d), w.to(d)), ref3, tol.rtol, tol.atol) == "");
   });
 }
 
@@ -151,7 +229,7 @@ TEST_CASE("matmul and linear gradients (float64 finite differences, every CPU ke
     INFO("kernel " << name);
     select_kernel("matmul", DeviceType::cpu, name);
     CHECK(gradcheck(mm, {leaf({3, 4}), leaf({4, 5})}) == "");  // 2-D
-    CHECK(last_kernel("matmul", DeviceType::cpu) == name);
+    CHECK(served_or_declined("matmul", DeviceType::cpu, name, /*may_decline=*/true));  // float64
     CHECK(gradcheck(mm, {leaf({2, 3, 4}), leaf({2, 4, 5})}) == "");     // batched
     CHECK(gradcheck(mm, {leaf({2, 1, 3, 4}), leaf({3, 4, 2})}) == "");  // broadcast batch dims
     CHECK(gradcheck(mm, {leaf({3, 4}), leaf({2, 4, 5})}) == "");        // a broadcast over b's batch

@@ -66,6 +66,15 @@ std::vector<std::string> kernels_for(const std::string& key, DeviceType device) 
   return names;
 }
 
+bool is_tf32_kernel(const std::string& name) { return name.find("tf32") != std::string::npos; }
+
+double tf32_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 256; }
+
+Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32) {
+  if (!is_tf32_kernel(name)) return fp32;
+  return {std::max(fp32.rtol, kTf32Rtol), std::max(fp32.atol, tf32_atol(terms))};
+}
+
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline) {
   if (last_kernel(key, device) == name) return true;
   if (!may_decline) return false;

@@ -42,9 +42,35 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
 
 // True when kernel `name` served the last call of (key, device); or, when `may_decline` is set, when it
 // declined that call (a contiguous-only kernel given a strided view, say) and another kernel served it.
-// Tests pass may_decline only for inputs a kernel is allowed to refuse, so a kernel that wrongly
-// refuses everything still fails on the plain inputs.
+// Tests pass may_decline only for inputs a kernel is allowed to refuse (the documented declines of
+// ops/kernel_signatures.h: a dtype other than float32, a transposed operand, a strided view), so a kernel
+// that wrongly refuses everything still fails on the plain inputs.
 bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline);
+
+// TF32 tensor-core kernels: their names contain "tf32" (matmul's tf32_mma and tf32_wgmma, conv2d's
+// implicit_gemm_tf32). Their inputs keep 10 of float32's 23 mantissa bits (rounded, or truncated by
+// wgmma), so each product is off by up to 2^-9 of its size. Compared with the float32 reference:
+//   rtol kTf32Rtol = 2^-8   for the systematic part: truncation shrinks every product, which moves a sum
+//                           by up to ~2^-10 of its value;
+//   atol, two ways to bound the rest of a sum of K products:
+//     tf32_atol(K) = 2^-8 sqrt(K)   (matmul) the random part: per-product errors of random sign add up to a
+//                           standard deviation below 2^-11 sqrt(K) for terms up to about 1, so this is 8 of them;
+//     tf32_atol_bound(K, m) = 2^-10 * 2 K m   (conv) the worst case: every product's error of 2^-10 |a b|
+//                           with the same sign, for a mean |a b| of m (1/4 for operands uniform in [-1, 1]).
+// A kernel that mixes up elements is still caught: its errors are as large as the outputs themselves
+// (about sqrt(K) / 3 for such values), far above either atol for the tests' sizes.
+struct Tolerance {
+  double rtol, atol;
+};
+bool is_tf32_kernel(const std::string& name);
+constexpr double kTf32Rtol = 1.0 / 256;
+double tf32_atol(int64_t terms);
+inline double tf32_atol_bound(int64_t terms, double mean_abs_product = 0.25) {
+  return 1e-5 + (2.0 * static_cast<double>(terms) * mean_abs_product) / 1024;
+}
+// The tolerance for matmul kernel `name` on sums of `terms` products: `fp32` for float32 kernels, the
+// TF32 one above for tensor-core kernels.
+Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32);
 
 // Pooling parameters in one call: kernel (kh, kw), stride (sh, sw), padding (ph, pw).
 inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) {
@@ -57,6 +83,29 @@ inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) 
   p.pad_w = pw;
   return p;
 }
+
+// Registers a kernel for the life of the object, and removes it after: tests of the sweeps and of
+// `minidl bench` add kernels of their own (one that declines, one that is wrong). Priority -100 keeps it
+// last, so it serves only when selected.
+template <class Fn>
+class ScopedKernel {
+ public:
+  ScopedKernel(const std::string& key, DeviceType device, const std::string& name, Fn* fn)
+      : key_(key), device_(device), name_(name) {
+    register_kernel<Fn>(key, device, name, -100, "registered by a test", fn);
+  }
+  ~ScopedKernel() {
+    reset_kernel_selection();
+    KernelRegistry::instance().remove(key_, device_, name_);
+  }
+  ScopedKernel(const ScopedKernel&) = delete;
+  ScopedKernel& operator=(const ScopedKernel&) = delete;
+
+ private:
+  std::string key_;
+  DeviceType device_;
+  std::string name_;
+};
 
 // Restores default kernel selection at scope exit.
 struct SelectionReset {

@@ -2,11 +2,12 @@
 // one synthetic batch, for the side-by-side comparison with PyTorch (scripts/torch_captcha_bench.py,
 // scripts/compare-torch.sh, docs/results.md "PyTorch side by side").
 //
-//   captcha bench [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100] [--gru fused|composed]
-//                 [--kernel OP=NAME]... [--seed N] [--json FILE] [--distributed]
+//   captcha bench [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100] [--rnn gru|lstm]
+//                 [--gru auto|fused|composed|sequence] [--kernel OP=NAME]... [--seed N] [--json FILE]
+//                 [--deterministic] [--distributed]
 //
 // The model is examples/captcha/model.h with its default configuration (192x64 input, 36 characters + the
-// blank). The batch is made once, on the device: pixels uniform in [0, 1) [N, 3, 64, 192], 4 random
+// blank), with a GRU or (--rnn lstm) an LSTM. The batch is made once, on the device: pixels uniform in [0, 1) [N, 3, 64, 192], 4 random
 // characters per image (classes 1..36), input lengths 12 (every time step), target lengths 4. Each step is
 // train_step (common.h), the step `captcha train` runs: forward, ctc_loss, zero_grad, backward, Adam
 // (lr 1e-3) step. No data loading, no learning-rate schedule. Timing: examples/bench_steps.h.
@@ -32,7 +33,7 @@ namespace {
 
 struct BenchArgs : bench_steps::BenchFlags {
   BenchArgs() { batch = 128; }
-  std::string gru = "auto";
+  std::string rnn = "gru", gru = "auto";
 };
 
 constexpr int kLabelLength = 4;
@@ -40,15 +41,18 @@ constexpr int kLabelLength = 4;
 // The kernel keys the report names: the dense work of the model, its loss and its optimizer.
 const std::vector<std::string> kReportedKeys = {
     "conv2d", "conv2d.backward_input", "conv2d.backward_weight", "batch_norm", "batch_norm.backward",
-    "max_pool2d", "matmul", "gru_cell", "gru_cell.backward", "gru_sequence", "gru_sequence.backward", "ctc_loss", "ctc_loss.backward", "adam_step"};
+    "max_pool2d", "matmul", "gru_cell", "gru_cell.backward", "gru_sequence", "gru_sequence.backward",
+    "lstm_cell", "lstm_cell.backward", "lstm_sequence", "lstm_sequence.backward", "ctc_loss", "ctc_loss.backward", "adam_step"};
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
+  set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
   std::unique_ptr<dist::DistributedRun> job;
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
   const Device device = job ? job->device : choose_device(a.device);
   ModelConfig config;
+  config.rnn = parse_rnn_kind(a.rnn);
   config.gru_path = parse_gru_path(a.gru);
   manual_seed(a.seed);
   auto model = std::make_shared<CaptchaModel>(config);
@@ -73,9 +77,10 @@ int run_bench(const BenchArgs& a) {
   const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, device));
   const Tensor target_lengths = full({B}, kLabelLength, TensorOptions(DType::int64, device));
 
-  std::printf("captcha bench: model %s, %lld parameters, GRU %s; batch %lld of [3, %d, %d], %lld time steps, "
+  std::printf("captcha bench: model %s, %lld parameters, %s %s; batch %lld of [3, %d, %d], %lld time steps, "
               "%d characters; Adam lr 1e-3; %d warm-up steps, then %d timed steps twice\n",
-              kModelName, static_cast<long long>(model->parameter_count()), describe_gru_path(config.gru_path, device).c_str(),
+              kModelName, static_cast<long long>(model->parameter_count()), model->rnn->type_name().c_str(),
+              rnn_path_shown(config, device).c_str(),
               static_cast<long long>(a.batch), config.height, config.width, static_cast<long long>(T), kLabelLength,
               a.warmup, a.steps);
   if (dp)
@@ -92,7 +97,9 @@ int run_bench(const BenchArgs& a) {
   });
   bench_steps::BenchRun run{"captcha bench", "captcha", device, a.batch, a.warmup, t, last_loss.item<double>(),
                             kReportedKeys};
-  run.extra = {{"gru", describe_gru_path(config.gru_path, device)}, {"world_size", job ? job->world_size : 0}};
+  run.extra = {{"rnn", rnn_kind_name(config.rnn)},
+               {"gru", rnn_path_shown(config, device)},
+               {"world_size", job ? job->world_size : 0}};
   bench_steps::report(run, !job || job->is_root() ? a.json : "");
   return 0;
 }
@@ -104,7 +111,10 @@ Command add_bench_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the default model on one synthetic batch (for comparison with PyTorch)");
   bench_steps::add_bench_flags(cmd, *a);
-  cmd->add_option("--gru", a->gru, "GRU: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op) or auto (sequence on a GPU, fused on the CPU)")
+  cmd->add_option("--rnn", a->rnn, "recurrent layer: gru or lstm")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gru", "lstm"}));
+  cmd->add_option("--gru", a->gru, "recurrent layer's implementation: fused (cell op per step), composed (elementwise ops), sequence (one sequence op) or auto (sequence on a GPU, fused on the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   return {cmd, [a] { return run_bench(*a); }};

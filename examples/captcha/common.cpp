@@ -9,6 +9,7 @@
 
 #include "core/autograd.h"
 #include "core/backend.h"
+#include "core/numerics.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
@@ -75,6 +76,7 @@ std::map<std::string, std::string> model_metadata(const ModelConfig& c, const st
           {"height", std::to_string(c.height)},
           {"channels", channels},
           {"convs_per_block", std::to_string(c.convs_per_block)},
+          {"rnn", rnn_kind_name(c.rnn)},
           {"gru_hidden", std::to_string(c.gru_hidden)},
           {"gru_layers", std::to_string(c.gru_layers)},
           {"dropout", std::to_string(c.dropout)}};
@@ -82,7 +84,7 @@ std::map<std::string, std::string> model_metadata(const ModelConfig& c, const st
 
 LoadedModel load_model(const std::string& path, Device device) {
   const Checkpoint file = read_checkpoint(path);
-  const std::map<std::string, std::string>& m = file.metadata;
+  const std::map<std::string, std::string> m = with_metadata_defaults(file.metadata);
   auto field = [&](const char* key) -> const std::string& {
     auto it = m.find(key);
     MINIDL_CHECK(it != m.end(), "'", path, "' has no '", key, "' in its metadata; was it saved by `captcha train`?");
@@ -108,9 +110,16 @@ LoadedModel load_model(const std::string& path, Device device) {
     throw Error(str_cat("'", path, "' has a malformed model description in its metadata"));
   }
   c.channels = parse_channels(field("channels"));
+  c.rnn = parse_rnn_kind(field("rnn"));
   c.classes = static_cast<int64_t>(out.charset.size()) + 1;
   out.model = std::make_shared<CaptchaModel>(c);
   load_checkpoint(path, *out.model);
+  // A model holding NaN or infinity reads nonsense: refuse it.
+  for (const auto& [name, tensor] : out.model->state_dict()) {
+    const NonFinite bad = first_non_finite(tensor);
+    MINIDL_CHECK(!bad.found(), "'", path, "' holds ", number_str(bad.value), " in '", name, "' at ",
+                 index_str(tensor.shape(), bad.index), ": it was saved by a run that diverged; train again");
+  }
   out.model->to(device);
   out.model->eval();
   return out;

@@ -1,6 +1,7 @@
 // examples/captcha/eval.cpp — `captcha eval` and `captcha predict` with a model saved by `captcha train`.
 //
 //   captcha eval --model FILE [--data DIR | --count N] [--seed S] [--device D] [--batch N] [--threads N]
+//                [--deterministic]
 //       whole-captcha and per-character accuracy: on the labelled images of DIR, or on N fresh captchas
 //       (default 10,000) of seed S (default: the training seed + 2; training used seed and seed + 1) drawn
 //       with the charset, length and size recorded in the checkpoint.
@@ -14,13 +15,16 @@
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "examples/captcha/common.h"
+#include "examples/flags.h"
 #include "nn/captcha_data.h"
 #include "nn/ctc_decode.h"
 #include "nn/image.h"
 
 using namespace minidl;
+using examples::at_least;
 
 namespace captcha {
 
@@ -31,12 +35,14 @@ struct EvalArgs {
   int64_t count = 10000, batch = 0;
   uint64_t seed = 0;
   int threads = 0;
+  bool deterministic = false;
   std::vector<std::string> kernels;
   CLI::Option* seed_flag = nullptr;
 };
 
 int run_eval(const EvalArgs& a) {
   select_kernels_from_flags(a.kernels);
+  set_deterministic_algorithms(a.deterministic);
   const Device device = choose_device(a.device);
   const LoadedModel loaded = load_model(a.model, device);
   const ModelConfig& config = loaded.model->config;
@@ -122,9 +128,14 @@ Command add_eval_command(CLI::App& parent) {
   data->excludes(count);
   a->seed_flag = cmd->add_option("--seed", a->seed, "seed of the fresh captchas (default: the training seed + 2)");
   cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
-  cmd->add_option("--batch", a->batch, "batch size (default: 500 on a GPU, 100 on the CPU)");
-  cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
+  cmd->add_option("--batch", a->batch, "batch size (0: 500 on a GPU, 100 on the CPU)")
+      ->capture_default_str()
+      ->check(at_least(0));
+  cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
+      ->capture_default_str()
+      ->check(at_least(0));
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
+  cmd->add_flag("--deterministic", a->deterministic, "on a GPU, only deterministic algorithms");
   return {cmd, [a] { return run_eval(*a); }};
 }
 

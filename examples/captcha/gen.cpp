@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "examples/captcha/common.h"
+#include "examples/flags.h"
 #include "nn/captcha_gen.h"
 #include "nn/image.h"
 
@@ -122,11 +123,13 @@ Command add_gen_command(CLI::App& parent) {
   cmd->add_option("--seed", a->seed, "random seed; image i of a seed is always the same")->capture_default_str();
   cmd->add_option("--charset", a->charset, "characters to draw from")->capture_default_str();
   cmd->add_option("--length", a->length, "characters per captcha: N or A-B")->capture_default_str();
-  cmd->add_option("--width", a->width, "image width")->capture_default_str();
-  cmd->add_option("--height", a->height, "image height")->capture_default_str();
+  cmd->add_option("--width", a->width, "image width")->capture_default_str()->check(examples::at_least(1));
+  cmd->add_option("--height", a->height, "image height")->capture_default_str()->check(examples::at_least(1));
   cmd->add_option("--font", a->fonts,
                   "TrueType font file (repeatable; default: DejaVu Sans Bold, see docs/captcha.md)");
-  cmd->add_option("--threads", a->threads, "worker threads (default: all hardware threads)");
+  cmd->add_option("--threads", a->threads, "worker threads (0: all hardware threads)")
+      ->capture_default_str()
+      ->check(examples::at_least(0));
   cmd->add_flag("--dry-run", a->dry_run, "render only, write nothing (measures the generator's throughput)");
   return {cmd, [a] { return run_gen(*a); }};
 }

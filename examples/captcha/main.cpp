@@ -1,5 +1,5 @@
 // examples/captcha/main.cpp — the `captcha` program: generate captchas, and train, evaluate and use a
-// CNN + bidirectional GRU + CTC recognizer (docs/captcha.md).
+// CNN + bidirectional GRU (or LSTM) + CTC recognizer (docs/captcha.md).
 //
 //   captcha gen --out DIR --count N ...            examples/captcha/gen.cpp
 //   captcha train [--device D] [--steps N] ...      examples/captcha/train.cpp
@@ -7,17 +7,20 @@
 //   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
 //   captcha bench [--device D] [--batch N] ...      examples/captcha/bench.cpp (training-step timing)
 // The model is in examples/captcha/model.h. Errors print "captcha: <message>" and exit with status 1
-// (2 for bad flags).
+// (2 for bad flags, 3 when training diverged: examples/train_guard.h).
 #include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
 
+#include "core/backend.h"
+#include "core/numerics.h"
 #include "dist/process.h"
 #include "examples/captcha/common.h"
+#include "examples/train_guard.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU + CTC model."};
+  CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU (or LSTM) + CTC model."};
   app.require_subcommand(1);
   const std::vector<captcha::Command> commands = {captcha::add_gen_command(app), captcha::add_train_command(app),
                                                   captcha::add_eval_command(app), captcha::add_predict_command(app),
@@ -30,8 +33,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    minidl::check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
+  } catch (const minidl::NonFiniteError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "captcha: %s\n", e.what());
+    return examples::kExitNonFinite;
   } catch (const std::exception& e) {
     // "captcha: <message>" (the generator's own errors already start so); in a --distributed job, an error
     // of this rank alone ends the whole job (dist/process.h).

@@ -1,20 +1,25 @@
-// examples/captcha/model.h — the captcha recognizer: CNN -> column sequence -> bidirectional GRU -> CTC.
+// examples/captcha/model.h — the captcha recognizer: CNN -> column sequence -> bidirectional GRU or
+// LSTM -> CTC.
 //
 //   x [N, 3, H, W] pixels in [0, 1]
 //   5 blocks of 2 x (conv 3x3 padding 1, BatchNorm2d, ReLU), channels 32, 64, 128, 256, 256; after each
 //   block a max-pool: 2x2 for all but the last, 2x1 (kernel and stride (2, 1)) for the last, which halves
 //   the height only: the width is the time axis and keeps its resolution
 //   dropout -> [N, C, H', W'] read column by column: [W', N, C * H']        (192x64: 12 steps of 256 * 2)
-//   GRU(C * H' -> 128, 2 layers, bidirectional) -> dropout -> Linear(256 -> classes) -> log_softmax
+//   GRU or LSTM (C * H' -> 128, 2 layers, bidirectional) -> dropout -> Linear(256 -> classes) -> log_softmax
 // classes = charset + 1, class 0 the CTC blank. Output log_probs [T = W', N, classes], trained by
 // ctc_loss and read by greedy decoding. A label of L characters with r adjacent repeats needs
 // T >= L + r steps; 12 steps carry 4 characters even when all four are the same (7 steps).
-// 192x64 input, 36 characters: 3,152,901 parameters.
+// 192x64 input, 36 characters: 3,152,901 parameters with the GRU (the default), 3,416,069 with the LSTM
+// (captcha_break's PyTorch recipe).
 #pragma once
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "nn/gru.h"
+#include "nn/lstm.h"
 #include "nn/layers.h"
 #include "ops/ops.h"
 
@@ -23,20 +28,45 @@ namespace captcha {
 // Stored in checkpoints' metadata ("model"), so `captcha eval` can tell its own files from others.
 constexpr const char* kModelName = "captcha_crnn";
 
+// The recurrent layer: stored in checkpoints' metadata ("rnn"); a file without the key holds a GRU.
+enum class RnnKind { gru, lstm };
+inline const char* rnn_kind_name(RnnKind kind) { return kind == RnnKind::lstm ? "lstm" : "gru"; }
+inline RnnKind parse_rnn_kind(const std::string& name) {
+  MINIDL_CHECK(name == "gru" || name == "lstm", "captcha model: the recurrent layer is gru or lstm, not '", name, "'");
+  return name == "lstm" ? RnnKind::lstm : RnnKind::gru;
+}
+
+// A checkpoint's metadata with, where a key is missing, the value it means in files saved before the key
+// existed: "rnn" -> "gru" (every captcha model had a GRU before the LSTM). What load_model and
+// `train --resume` read.
+inline std::map<std::string, std::string> with_metadata_defaults(std::map<std::string, std::string> metadata) {
+  metadata.insert({"rnn", "gru"});  // insert keeps a value that is there
+  return metadata;
+}
+
 struct ModelConfig {
   int width = 192, height = 64;
   int64_t classes = 37;                                   // charset + 1 (the blank)
   std::vector<int64_t> channels = {32, 64, 128, 256, 256};  // one block each
   int convs_per_block = 2;
+  RnnKind rnn = RnnKind::gru;
+  // The recurrent layer's size, layers and implementation, GRU or LSTM (the names are from when it was
+  // always a GRU; the checkpoint metadata keeps them, so older files load).
   int64_t gru_hidden = 128;
   int gru_layers = 2;
   double dropout = 0.25;
-  minidl::GruPath gru_path = minidl::GruPath::automatic;
+  minidl::RnnPath gru_path = minidl::RnnPath::automatic;
 
   // The feature map the CNN leaves: each block halves the height, all but the last halve the width.
   int64_t feature_height() const { return height >> channels.size(); }
   int64_t time_steps() const { return width >> (channels.size() - 1); }
 };
+
+// The recurrent layer's implementation on `device`, for progress output: "fused", "auto: sequence".
+inline std::string rnn_path_shown(const ModelConfig& c, const minidl::Device& device) {
+  return c.rnn == RnnKind::lstm ? minidl::describe_lstm_path(c.gru_path, device)
+                                : minidl::describe_gru_path(c.gru_path, device);
+}
 
 class CaptchaModel : public minidl::Module {
  public:
@@ -58,8 +88,11 @@ class CaptchaModel : public minidl::Module {
       cnn->push_back(std::make_shared<MaxPool2d>(pool));
     }
     cnn->push_back(std::make_shared<Dropout>(c.dropout));
-    rnn = register_module("rnn", std::make_shared<GRU>(in * c.feature_height(), c.gru_hidden, c.gru_layers,
-                                                       /*bidirectional=*/true, c.gru_path));
+    const int64_t features = in * c.feature_height();
+    if (c.rnn == RnnKind::lstm)
+      rnn = register_module("rnn", std::make_shared<LSTM>(features, c.gru_hidden, c.gru_layers, true, c.gru_path));
+    else
+      rnn = register_module("rnn", std::make_shared<GRU>(features, c.gru_hidden, c.gru_layers, true, c.gru_path));
     rnn_dropout = register_module("rnn_dropout", std::make_shared<Dropout>(c.dropout));
     classifier = register_module("classifier", std::make_shared<Linear>(2 * c.gru_hidden, c.classes));
   }
@@ -81,7 +114,7 @@ class CaptchaModel : public minidl::Module {
 
   ModelConfig config;
   std::shared_ptr<minidl::Sequential> cnn;
-  std::shared_ptr<minidl::GRU> rnn;
+  std::shared_ptr<minidl::RnnLayer> rnn;  // a GRU or an LSTM (config.rnn), bidirectional
   std::shared_ptr<minidl::Dropout> rnn_dropout;
   std::shared_ptr<minidl::Linear> classifier;
 };

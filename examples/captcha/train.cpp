@@ -3,9 +3,10 @@
 //   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
 //                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
 //                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
-//                 [--kernel OP=NAME]... [--threads N] [--gru auto|fused|composed|sequence] [--channels A,B,...]
+//                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
+//                 [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--resume FILE] [--stop-after-epochs N]
-//                 [--distributed]
+//                 [--deterministic] [--distributed]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
@@ -22,12 +23,18 @@
 // for bit the uninterrupted run's on the same machine and kernels (tests/captcha_resume_test.sh). The
 // run keeps saving to FILE unless --save says otherwise, and appends to --metrics. --stop-after-epochs N
 // ends this invocation after N epochs (to continue later): long CPU runs, or time-limited GPU slots.
+// Reliability, as in `mnist train`: flags, MINIDL_* variables and the save path are checked before any
+// work; a NaN or infinite loss stops the run naming the step and learning rate, exit status 3, and the
+// save file keeps the last good epoch (examples/train_guard.h). --deterministic: the same bits on a GPU
+// for the same flags (core/determinism.h); the CPU always gives them for the same --threads and
+// OMP_NUM_THREADS.
 // --distributed: one rank of a data-parallel job, `mpirun -np N captcha train --distributed ...`
 // (docs/distributed.md): --batch stays the global batch; each rank trains on its part of every batch and
 // validates on its part of the validation set; gradients, losses and accuracies are summed over the ranks
-// and batch-norm statistics averaged before each validation; only rank 0 prints, writes and saves. Batch
-// norm normalises over each rank's part (no synchronised batch norm). A file saved by a job of any size
-// resumes in a job of any size that divides --batch (--resume FILE must be readable on every rank).
+// and batch-norm statistics averaged before each validation; only rank 0 prints, writes, checks the save
+// path and saves. Batch norm normalises over each rank's part (no synchronised batch norm). A file saved
+// by a job of any size resumes in a job of any size that divides --batch (--resume FILE must be readable
+// on every rank).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -37,12 +44,14 @@
 #include <tuple>
 #include <vector>
 
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "core/random.h"
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
 #include "examples/flags.h"
 #include "examples/captcha/common.h"
+#include "examples/train_guard.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
@@ -53,6 +62,9 @@
 
 using namespace minidl;
 using examples::at_least;
+using examples::at_least_and_below;
+using examples::finite_positive;
+using examples::non_empty;
 
 namespace captcha {
 
@@ -60,13 +72,14 @@ namespace {
 
 struct TrainArgs {
   std::string device = "auto", data, val_data, metrics, save, resume;
-  std::string charset = CaptchaOptions().charset, length = "4", gru = "auto", schedule = "cosine";
+  std::string charset = CaptchaOptions().charset, length = "4", rnn = "gru", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
   int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
   int64_t stop_after_epochs = 0;  // 0: run to the end
   int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
   double lr = 1e-3, dropout = 0.25;
   uint64_t seed = 1;
+  bool deterministic = false;
   std::vector<std::string> kernels;
   bool distributed = false;
   CLI::Option* charset_flag = nullptr;  // was --charset given?
@@ -189,23 +202,29 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
   return d;
 }
 
-// Losses of recent steps, kept on the device and read in one go (a read waits for the GPU).
+// Losses of recent steps, kept on the device and read in one go (a read waits for the GPU). Each read
+// loss is checked by the guard, which throws at the first that is not finite.
 class LossLog {
  public:
-  void add(const Tensor& loss, int64_t samples) {
+  explicit LossLog(const examples::DivergenceGuard& guard) : guard_(guard) {}
+  // `step` (1-based over the run) and `lr` (that step's learning rate) are for the guard's message.
+  void add(const Tensor& loss, int64_t samples, int64_t step, double lr) {
     pending_.push_back(loss.detach().reshape({1}));
     pending_samples_.push_back(samples);
+    pending_steps_.emplace_back(step, lr);
     if (pending_.size() >= 64) flush();
   }
   void flush() {
     if (pending_.empty()) return;
     const std::vector<double> values = concat(pending_, 0).to_vector<double>();
     for (size_t i = 0; i < values.size(); ++i) {
+      guard_.check_loss(values[i], pending_steps_[i].first, pending_steps_[i].second);
       sum_ += values[i] * static_cast<double>(pending_samples_[i]);
       count_ += pending_samples_[i];
     }
     pending_.clear();
     pending_samples_.clear();
+    pending_steps_.clear();
   }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   int64_t samples() const { return count_; }
@@ -217,8 +236,10 @@ class LossLog {
   }
 
  private:
+  const examples::DivergenceGuard& guard_;
   std::vector<Tensor> pending_;
   std::vector<int64_t> pending_samples_;
+  std::vector<std::pair<int64_t, double>> pending_steps_;  // (step, lr) of each loss
   double sum_ = 0;
   int64_t count_ = 0;
 };
@@ -247,7 +268,7 @@ struct ResumePoint {
 // Loads model and Adam state from `path` (a --save file of the same run) and restores the random stream.
 ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optimizer,
                         const std::map<std::string, std::string>& expected) {
-  const std::map<std::string, std::string> meta = load_checkpoint(path, model, &optimizer);
+  const std::map<std::string, std::string> meta = with_metadata_defaults(load_checkpoint(path, model, &optimizer));
   std::vector<std::string> differences;
   for (const auto& [key, value] : expected) {
     auto it = meta.find(key);
@@ -282,12 +303,24 @@ EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
 
 int run_train(const TrainArgs& a) {
   select_kernels_from_flags(a.kernels);
+  set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
+  const std::string save_path = !a.save.empty() ? a.save : a.resume;
+  MINIDL_CHECK(a.stop_after_epochs == 0 || !save_path.empty(),
+               "--stop-after-epochs needs --save FILE (or --resume FILE): a stopped run continues from that file");
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
-  const Device device = job ? job->device : choose_device(a.device);
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
   const Shard shard = job ? Shard{job->rank, job->world_size} : Shard{};
+  // The save path is checked before any work (a missing folder should not cost an epoch); in a job by
+  // rank 0, which alone saves (two ranks' clean-ups of stale temporary files could remove each other's).
+  if (!save_path.empty() && root) {
+    const SavePath save = prepare_checkpoint_path(save_path, a.save.empty() ? "--resume" : "--save");
+    if (save.stale_removed > 0)
+      std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
+                  save.target.c_str());
+  }
+  const Device device = job ? job->device : choose_device(a.device);
   const int threads = thread_count(a.threads);
   TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
   if (job) {  // this rank validates its part of the validation set
@@ -304,7 +337,8 @@ int run_train(const TrainArgs& a) {
   config.gru_hidden = a.hidden;
   config.gru_layers = a.gru_layers;
   config.dropout = a.dropout;
-  config.gru_path = parse_gru_path(a.gru);
+  config.rnn = parse_rnn_kind(a.rnn);
+  config.gru_path = parse_gru_path(a.gru);  // the path of either layer (--gru predates --rnn)
   manual_seed(a.seed);
   auto model = std::make_shared<CaptchaModel>(config);
   const int64_t T = config.time_steps();
@@ -344,10 +378,6 @@ int run_train(const TrainArgs& a) {
     std::printf("captcha: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
                 dp->describe_buckets().c_str());
   }
-  const std::string save_path = !a.save.empty() ? a.save : a.resume;
-  MINIDL_CHECK(a.stop_after_epochs == 0 || !save_path.empty(),
-               "--stop-after-epochs needs --save FILE (or --resume FILE): a stopped run continues from that file");
-
   DataLoaderOptions val_options;
   val_options.batch_size = eval_batch_size(device);
   DataLoader val_loader(data.validation, val_options);
@@ -358,10 +388,11 @@ int run_train(const TrainArgs& a) {
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
               a.height);
-  const std::string gru_shown = describe_gru_path(config.gru_path, device);
-  std::printf("captcha: model %s, %lld parameters, %lld time steps, GRU %s; Adam lr %g (%s); "
+  const std::string gru_shown = rnn_path_shown(config, device);
+  std::printf("captcha: model %s, %lld parameters, %lld time steps, %s %s; Adam lr %g (%s); "
               "%lld epoch(s) of %lld batches of %lld, %lld steps\n",
-              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T), gru_shown.c_str(),
+              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T),
+              model->rnn->type_name().c_str(), gru_shown.c_str(),
               a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
               static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
               static_cast<long long>(total_steps));
@@ -376,25 +407,26 @@ int run_train(const TrainArgs& a) {
   }
 
   EvalResult val;
+  examples::DivergenceGuard guard(save_path);
   int64_t step = start.step, epochs_this_run = 0;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
     const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - step);
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
-    LossLog losses;
+    LossLog losses(guard);
     int64_t epoch_step = 0;
     DataLoader loader = data.loader(epoch - 1);
     for (Batch& batch : loader.epoch(epoch - 1)) {
       const int64_t B = batch.size();
       const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
       if (dp) dp->begin_step(B, batch.global_size);
+      const double lr = optimizer.lr();
       const auto [log_probs, loss] = train_step(*model, optimizer, batch.inputs.to(device), batch.targets,
                                                 input_lengths, ctc_target_lengths(batch.targets), [&] {
                                                   if (dp) dp->finish_step();
                                                 });
       if (schedule) schedule->step();
-      losses.add(loss, B);
-      ++step;
+      losses.add(loss, B, ++step, lr);
       ++epoch_step;
       if (progress.due(epoch_step)) {
         losses.flush();
@@ -405,12 +437,14 @@ int run_train(const TrainArgs& a) {
       if (epoch_step == epoch_steps) break;
     }
     losses.flush();
+    guard.check_model(*model, epoch, step, optimizer.lr());
     if (dp) losses.sum_over_ranks(*dp);
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
     if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, used and saved from here
     val = evaluate(*model, val_loader, data.charset, device, "validation");
     if (dp) val = sum_over_ranks(val, *dp);
+    guard.check_eval_loss(val.loss, "validation", epoch);
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = static_cast<double>(losses.samples()) / train_seconds;
 
@@ -435,6 +469,7 @@ int run_train(const TrainArgs& a) {
                       {"lr", optimizer.lr()},
                       {"device", device.str()},
                       {"batch_size", a.batch},
+                      {"rnn", rnn_kind_name(config.rnn)},
                       {"gru", gru_shown}});
     if (!save_path.empty() && root) {
       std::map<std::string, std::string> meta = settings;
@@ -444,6 +479,7 @@ int run_train(const TrainArgs& a) {
       meta["random_offset"] = std::to_string(current_random_offset());
       meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
       save_checkpoint(save_path, *model, &optimizer, meta);
+      guard.saved(epoch);
       std::printf("captcha: saved %s\n", save_path.c_str());
     }
     std::fflush(stdout);
@@ -475,9 +511,10 @@ Command add_train_command(CLI::App& parent) {
       ->capture_default_str()
       ->check(at_least(1));
   cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str()->check(finite_positive());
   cmd->add_option("--schedule", a->schedule, "learning rate: cosine (decay to 1% over the run) or constant")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cosine", "constant"}));
   cmd->add_option("--data", a->data, "train on the labelled images of DIR instead of generated captchas");
   cmd->add_option("--val-data", a->val_data, "validate on the labelled images of DIR");
   cmd->add_option("--val-count", a->val_count, "generated validation captchas (or images held out of --data)")
@@ -489,24 +526,39 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--height", a->height, "model input height")->capture_default_str()->check(at_least(1));
   cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and data (validation uses seed + 1)")
       ->capture_default_str();
-  cmd->add_option("--metrics", a->metrics, "write one JSON object per epoch to FILE (JSON Lines)");
-  cmd->add_option("--save", a->save, "save the model (and what --resume needs) to FILE after each epoch");
+  cmd->add_option("--metrics", a->metrics, "write one JSON object per epoch to FILE (JSON Lines)")
+      ->check(non_empty());
+  cmd->add_option("--save", a->save,
+                  "save the model (and what --resume needs) to FILE after each epoch (atomically; a symbolic "
+                  "link's target is replaced, a file keeps its permissions)")
+      ->check(non_empty());
   cmd->add_option("--resume", a->resume,
-                  "continue the run saved in FILE after its last epoch (same flags; keeps saving to FILE)");
+                  "continue the run saved in FILE after its last epoch (same flags; keeps saving to FILE)")
+      ->check(non_empty());
   cmd->add_option("--stop-after-epochs", a->stop_after_epochs,
                   "end this invocation after N epochs (continue later with --resume)")
       ->check(at_least(1));
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
-  cmd->add_option("--threads", a->threads, "threads rendering or decoding images (default: all hardware threads)");
-  cmd->add_option("--gru", a->gru, "GRU implementation: fused (gru_cell op per step), composed (elementwise ops), sequence (one gru_sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
+  cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
+      ->capture_default_str()
+      ->check(at_least(0));
+  cmd->add_option("--rnn", a->rnn, "recurrent layer: gru, or lstm (captcha_break's PyTorch recipe)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"gru", "lstm"}));
+  cmd->add_option("--gru", a->gru, "recurrent layer's implementation (GRU or LSTM): fused (cell op per step), composed (elementwise ops), sequence (one sequence op: cuDNN's RNN on a GPU) or auto (sequence on a GPU, fused on the CPU)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
       ->check(at_least(1));
-  cmd->add_option("--hidden", a->hidden, "GRU hidden size (per direction)")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--gru-layers", a->gru_layers, "GRU layers")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the GRU")->capture_default_str();
+  cmd->add_option("--hidden", a->hidden, "GRU/LSTM hidden size (per direction)")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--gru-layers", a->gru_layers, "GRU/LSTM layers")->capture_default_str()->check(at_least(1));
+  cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the recurrent layer")
+      ->capture_default_str()
+      ->check(at_least_and_below(0, 1));
+  cmd->add_flag("--deterministic", a->deterministic,
+                "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
+                "(the CPU always is, for the same threads)");
   cmd->add_flag("--distributed", a->distributed,
                 "one rank of a data-parallel job: mpirun -np N captcha train --distributed ... (--batch is the "
                 "global batch; --device cuda: one GPU per process; docs/distributed.md)");

@@ -47,6 +47,7 @@ const std::vector<std::string> kReportedKeys = {"conv2d",       "conv2d.backward
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
+  set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
   std::unique_ptr<dist::DistributedRun> job;
   if (a.distributed) job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", a.device, a.batch));
   const Device device = job ? job->device : choose_device(a.device, "mnist");

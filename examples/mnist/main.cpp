@@ -2,8 +2,8 @@
 //
 //   mnist train [--data DIR] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--save FILE]
-//               [--kernel OP=NAME]... [--distributed]
-//   mnist eval --model FILE [--data DIR]
+//               [--kernel OP=NAME]... [--deterministic] [--distributed]
+//   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE]
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
@@ -16,12 +16,18 @@
 // epoch's wall time, test included), train_seconds, images_per_second (training images / train_seconds),
 // device, batch_size, lr.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
-// step; evaluation runs in eval() mode under NoGradGuard. Errors print "mnist: <message>" and exit with
-// status 1 (2 for bad flags).
+// step; evaluation runs in eval() mode under NoGradGuard.
+// Reliability: flags, MINIDL_* variables, the data and the --save path are checked before training starts;
+// a NaN or infinite loss stops the run at once, naming the step and learning rate, and the --save file
+// keeps the last good epoch (examples/train_guard.h); saves are atomic (nn/checkpoint.h). The same seed
+// and thread count give the same bits on the CPU; --deterministic does the same on a GPU
+// (core/determinism.h).
 // --distributed: this process is one rank of a data-parallel job started by `mpirun -np N mnist train
 // --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
-// over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics and saves.
+// over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
+// saves.
+// Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
@@ -31,7 +37,9 @@
 
 #include "core/autograd.h"
 #include "core/backend.h"
+#include "core/determinism.h"
 #include "core/dispatch.h"
+#include "core/numerics.h"
 #include "core/random.h"
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
@@ -40,6 +48,7 @@
 #include "examples/mnist/bench.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/train_step.h"
+#include "examples/train_guard.h"
 #include "nn/checkpoint.h"
 #include "nn/lr_schedule.h"
 #include "nn/data.h"
@@ -52,7 +61,8 @@
 
 using namespace minidl;
 using examples::at_least;
-using examples::positive;
+using examples::finite_positive;
+using examples::non_empty;
 
 namespace {
 
@@ -65,12 +75,17 @@ Device choose_device(const std::string& flag) { return minidl::choose_device(fla
 
 // Collects per-batch loss and predictions without reading them back every step (a read from a GPU
 // waits for it); flush() reads what has accumulated, when a progress line or the epoch's end needs it.
+// With a guard (training), flush() also checks each loss and throws at the first that is not finite,
+// naming its step and learning rate.
 class RunningStats {
  public:
-  void add(const Tensor& loss, const Tensor& logits, const Tensor& cpu_targets) {
+  explicit RunningStats(const examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
+  // `step` (1-based over the run) and `lr` (the learning rate of that step) are for the guard's message.
+  void add(const Tensor& loss, const Tensor& logits, const Tensor& cpu_targets, int64_t step = 0, double lr = 0) {
     losses_.push_back(loss.detach().reshape({1}));
     predictions_.push_back(argmax(logits.detach(), 1));
     targets_.push_back(cpu_targets);
+    steps_.emplace_back(step, lr);
     if (losses_.size() >= 64) flush();
   }
   void flush() {
@@ -79,6 +94,7 @@ class RunningStats {
     const std::vector<int64_t> predicted = concat(predictions_, 0).to_vector<int64_t>();
     size_t k = 0;
     for (size_t b = 0; b < targets_.size(); ++b) {
+      if (guard_) guard_->check_loss(losses[b], steps_[b].first, steps_[b].second);
       const std::vector<int64_t> y = targets_[b].to_vector<int64_t>();
       loss_sum_ += losses[b] * static_cast<double>(y.size());
       for (int64_t label : y) correct_ += predicted[k++] == label;
@@ -87,6 +103,7 @@ class RunningStats {
     losses_.clear();
     predictions_.clear();
     targets_.clear();
+    steps_.clear();
   }
   double mean_loss() const { return count_ ? loss_sum_ / count_ : 0; }
   double accuracy() const { return count_ ? static_cast<double>(correct_) / count_ : 0; }
@@ -102,7 +119,9 @@ class RunningStats {
   }
 
  private:
+  const examples::DivergenceGuard* guard_;
   std::vector<Tensor> losses_, predictions_, targets_;
+  std::vector<std::pair<int64_t, double>> steps_;  // (step, lr) of each loss
   double loss_sum_ = 0;
   int64_t correct_ = 0, count_ = 0;
 };
@@ -152,23 +171,47 @@ struct TrainFlags {
   int64_t batch = 64, limit = 0;
   double lr = 2e-3;
   uint64_t seed = 1;
+  bool deterministic = false;
   std::vector<std::string> kernels;
   bool distributed = false;
 };
 
+// The number of optimizer steps is known once the data is loaded; a schedule that cannot work with it is
+// refused before training, naming the flags that decide it.
+void check_step_count(const TrainFlags& f, int64_t batches_per_epoch, int64_t train_images) {
+  const int64_t total = static_cast<int64_t>(f.epochs) * batches_per_epoch;
+  const int64_t needed = OneCycleLR::min_total_steps();
+  MINIDL_CHECK(f.schedule != "onecycle" || total >= needed, "--schedule onecycle needs at least ", needed,
+               " training steps (a warm-up, then the decay), but --epochs ", f.epochs, " x ", batches_per_epoch,
+               " batch(es) of --batch ", f.batch, " (", train_images, " training images",
+               f.limit > 0 ? str_cat(", --limit ", f.limit) : std::string(), ") gives ", total,
+               ": train on more images, run more epochs, use a smaller --batch, or --schedule none");
+}
+
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
+  set_deterministic_algorithms(f.deterministic);  // before the first GPU op (core/determinism.h)
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (f.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
-  const Device device = job ? job->device : choose_device(f.device);
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
+  // The --save path is checked before any work (a missing folder should not cost an epoch); in a job by
+  // rank 0, which alone saves (two ranks' clean-ups of stale temporary files could remove each other's).
+  if (!f.save.empty() && root) {
+    const SavePath save = prepare_checkpoint_path(f.save, "--save");
+    if (save.stale_removed > 0)
+      std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
+                  save.target.c_str());
+  }
+  const Device device = job ? job->device : choose_device(f.device);
   const std::string dir = find_mnist_dir(f.data);
   auto train_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/true, f.limit));
   std::shared_ptr<Dataset> test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
   std::printf("mnist: data from %s: %lld training images%s, %lld test images\n", dir.c_str(),
               static_cast<long long>(train_set->size()), f.limit > 0 ? " (--limit)" : "",
               static_cast<long long>(test_set->size()));
+  MINIDL_CHECK(train_set->size() > 0, "the training set in ", dir, " (train-images-idx3-ubyte) has no images");
+  MINIDL_CHECK(test_set->size() > 0, "the test set in ", dir, " (t10k-images-idx3-ubyte) has no images");
 
   manual_seed(f.seed);
   std::shared_ptr<Sequential> model = mnist::make_model();
@@ -196,6 +239,7 @@ int train(const TrainFlags& f) {
     train_options.shard_count = job->world_size;
   }
   DataLoader train_loader(train_set, train_options);
+  check_step_count(f, train_loader.num_batches(), train_set->size());
   // Per-batch schedules step after every optimizer step; StepLR after every epoch.
   const int64_t total_steps = static_cast<int64_t>(f.epochs) * train_loader.num_batches();
   std::unique_ptr<LRScheduler> scheduler;
@@ -219,19 +263,22 @@ int train(const TrainFlags& f) {
   std::fflush(stdout);
 
   EvalResult test;
+  examples::DivergenceGuard guard(f.save);
+  int64_t run_step = 0;
   for (int epoch = 1; epoch <= f.epochs; ++epoch) {
     model->train();
     Progress progress(str_cat("epoch ", epoch, "/", f.epochs), train_loader.num_batches());
-    RunningStats stats;
+    RunningStats stats(&guard);
     int64_t step = 0;
     for (Batch& batch : train_loader.epoch(epoch - 1)) {
       if (dp) dp->begin_step(batch.size(), batch.global_size);
+      const double lr = optimizer.lr();
       const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device),
                                                     batch.targets.to(device), [&] {
                                                       if (dp) dp->finish_step();
                                                     });
       if (scheduler && per_batch_schedule) scheduler->step();
-      stats.add(loss, logits, batch.targets);
+      stats.add(loss, logits, batch.targets, ++run_step, lr);
       ++step;
       if (progress.due(step)) {
         stats.flush();
@@ -239,12 +286,14 @@ int train(const TrainFlags& f) {
       }
     }
     stats.flush();
+    guard.check_model(*model, epoch, run_step, optimizer.lr());
     if (dp) stats.sum_over_ranks(*dp);
     if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
     if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any
     test = evaluate(*model, test_loader, device, dp.get());
+    guard.check_eval_loss(test.loss, "test", epoch);
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = stats.count() / train_seconds;
 
@@ -272,6 +321,7 @@ int train(const TrainFlags& f) {
                        {"epoch", std::to_string(epoch)},
                        {"test_accuracy", std::to_string(test.accuracy)},
                        {"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}});
+      guard.saved(epoch);
       std::printf("mnist: saved %s\n", f.save.c_str());
     }
   }
@@ -289,17 +339,26 @@ std::shared_ptr<Sequential> load_model(const std::string& path, Device device) {
   MINIDL_CHECK(it != metadata.end() && it->second == mnist::kModelName, "'", path,
                "' is not an MNIST model saved by `mnist train --save` (its model is '",
                it == metadata.end() ? std::string("unnamed") : it->second, "')");
+  // A model holding NaN or infinity answers nonsense with confidence ("probability nan"): refuse it.
+  for (const auto& [name, tensor] : model->state_dict()) {
+    const NonFinite bad = first_non_finite(tensor);
+    MINIDL_CHECK(!bad.found(), "'", path, "' holds ", number_str(bad.value), " in '", name, "' at ",
+                 index_str(tensor.shape(), bad.index), ": it was saved by a run that diverged; train again");
+  }
   model->to(device);
   model->eval();
   return model;
 }
 
 int eval(const std::string& model_path, const std::string& data, const std::string& device_flag,
-         const std::vector<std::string>& kernels) {
+         const std::vector<std::string>& kernels, bool deterministic) {
   select_kernels_from_flags(kernels);
+  set_deterministic_algorithms(deterministic);
   const Device device = choose_device(device_flag);
   std::shared_ptr<Sequential> model = load_model(model_path, device);
-  auto test_set = std::make_shared<TensorDataset>(load_mnist(find_mnist_dir(data), /*train=*/false));
+  const std::string dir = find_mnist_dir(data);
+  auto test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
+  MINIDL_CHECK(test_set->size() > 0, "the test set in ", dir, " (t10k-images-idx3-ubyte) has no images");
   DataLoaderOptions options;
   options.batch_size = eval_batch_size(device);
   DataLoader loader(test_set, options);
@@ -368,27 +427,36 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--batch", tf.batch, "batch size")->capture_default_str()->check(at_least(1));
   train_cmd->add_option("--lr", tf.lr, "Adam learning rate (the peak of the one-cycle schedule)")
       ->capture_default_str()
-      ->check(positive());
+      ->check(finite_positive());
   train_cmd->add_option("--schedule", tf.schedule, "learning-rate schedule")
       ->capture_default_str()
       ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
   train_cmd->add_option("--limit", tf.limit, "train on the first N training images only (0: all)")
       ->capture_default_str()->check(at_least(0));
   train_cmd->add_option("--seed", tf.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();
-  train_cmd->add_option("--metrics", tf.metrics, "write one JSON object per epoch to FILE (JSON Lines)");
-  train_cmd->add_option("--save", tf.save, "save model and optimizer to FILE after each epoch");
+  train_cmd->add_option("--metrics", tf.metrics, "write one JSON object per epoch to FILE (JSON Lines)")
+      ->check(non_empty());
+  train_cmd->add_option("--save", tf.save,
+                        "save model and optimizer to FILE after each epoch (atomically; a symbolic link's target "
+                        "is replaced, a file keeps its permissions)")
+      ->check(non_empty());
   train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
+  train_cmd->add_flag("--deterministic", tf.deterministic,
+                      "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
+                      "(the CPU always is, for a given thread count)");
   train_cmd->add_flag("--distributed", tf.distributed,
                       "one rank of a data-parallel job: mpirun -np N mnist train --distributed ... (--batch is the "
                       "global batch; --device cuda: one GPU per process; docs/distributed.md)");
 
   std::string model_path, data, device = "auto";
   std::vector<std::string> kernels, images;
+  bool deterministic = false;
   CLI::App* eval_cmd = app.add_subcommand("eval", "print the test loss and accuracy of a saved model");
   eval_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
   eval_cmd->add_option("--data", data, "directory with the MNIST files (default: searched as by train)");
   eval_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
   eval_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
+  eval_cmd->add_flag("--deterministic", deterministic, "on a GPU, only deterministic algorithms");
 
   CLI::App* predict_cmd = app.add_subcommand("predict", "print the digit in each image file and its probability");
   predict_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
@@ -407,10 +475,15 @@ int main(int argc, char** argv) {
   }
 
   try {
+    check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
     if (*train_cmd) return train(tf);
-    if (*eval_cmd) return eval(model_path, data, device, kernels);
+    if (*eval_cmd) return eval(model_path, data, device, kernels, deterministic);
     if (*predict_cmd) return predict(model_path, images, device, kernels);
     if (*bench_cmd.app) return bench_cmd.run();
+  } catch (const NonFiniteError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mnist: %s\n", e.what());
+    return examples::kExitNonFinite;
   } catch (const std::exception& e) {
     return dist::report_error(e, "mnist");  // "mnist: <message>"; in a job, ends the job when only this rank failed
   }

@@ -1,27 +1,35 @@
-// cuda/gru_cudnn.cu — the sequence-level GRU through cuDNN's RNN API: kernel "cudnn" of keys
-// "gru_sequence" (cudnnRNNForward) and "gru_sequence.backward" (cudnnRNNBackwardData_v8, then
-// cudnnRNNBackwardWeights_v8). float32 only (declines float64).
+// cuda/rnn_cudnn.cu — the sequence-level GRU and LSTM through cuDNN's RNN API: kernel "cudnn" of keys
+// "gru_sequence" and "lstm_sequence" (cudnnRNNForward) and of their ".backward" stages
+// (cudnnRNNBackwardData_v8, then cudnnRNNBackwardWeights_v8). One implementation for both, parameterised
+// by cuDNN's RNN mode (CUDNN_GRU, CUDNN_LSTM) and its number of gate blocks G (3, 4). float32 only
+// (declines float64).
 // Accumulation convention: y, grad_x and the parameter gradients are overwritten (=); cuDNN adds the
 // weight gradients (CUDNN_WGRAD_MODE_ADD) into a weight-gradient space we zero first.
 //
 // The math is ops/kernel_signatures.h's. cuDNN's GRU (CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS) computes
 //   r = sigmoid(W_r x + b_Wr + R_r h + b_Rr),  u = sigmoid(W_u x + b_Wu + R_u h + b_Ru)
 //   h' = tanh(W_h x + b_Wh + r * (R_h h + b_Rh)),  h_t = (1 - u) * h' + u * h
-// which is PyTorch's GRU with (W, R, b_W, b_R) = (W_ih, W_hh, b_ih, b_hh) and u = z. Mapping of our
-// parameters (per layer k and direction d; cuDNN's pseudo-layer is k * dirs + d, forward even):
-//   linLayerID 0, 1, 2 (gates r, u, h'): matrix = rows [g*H, g*H + H) of w_ih ([H, in_k], row-major),
-//                                        bias   = b_ih[g*H, g*H + H)
-//   linLayerID 3, 4, 5 (the same gates):  matrix = rows of w_hh ([H, H]), bias = b_hh[...]
+// which is PyTorch's GRU with (W, R, b_W, b_R) = (W_ih, W_hh, b_ih, b_hh) and u = z. Its LSTM (CUDNN_LSTM,
+// no projection, no peepholes)
+//   i = sigmoid(W_i x + b_Wi + R_i h + b_Ri),  f = sigmoid(W_f x + b_Wf + R_f h + b_Rf)
+//   c~ = tanh(W_c x + b_Wc + R_c h + b_Rc),    o = sigmoid(W_o x + b_Wo + R_o h + b_Ro)
+//   c_t = f * c + i * c~,  h_t = o * tanh(c_t)
+// is PyTorch's LSTM with c~ = g. Mapping of our parameters (per layer k and direction d; cuDNN's
+// pseudo-layer is k * dirs + d, forward even), with G gate blocks in our order (r, z, n or i, f, g, o,
+// which is cuDNN's order of linLayerIDs too):
+//   linLayerID 0 .. G-1 (the gates):   matrix = rows [g*H, g*H + H) of w_ih ([H, in_k], row-major),
+//                                      bias   = b_ih[g*H, g*H + H)
+//   linLayerID G .. 2G-1 (the same):   matrix = rows of w_hh ([H, H]), bias = b_hh[...]
 // cudnnGetRNNWeightParams says where each matrix and bias sits in cuDNN's weight space; we check that
 // it reports the sizes we expect (H * in_k, H), so a wrong mapping fails loudly rather than silently.
 //
 // Per call: our parameters are packed into a weight space (device-to-device copies on our stream), and
 // unpacked from the weight-gradient space after the backward. Layouts: x and y are [T, N, features]
-// (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, every sequence of length T); h_{-1} = 0 (hx = NULL).
-// Descriptors, the buffer sizes and the parameter offsets are built once per (device, T, N, I, H,
-// layers, directions) and cached.
+// (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, every sequence of length T); zero initial states (hx = NULL,
+// and cx = NULL for the LSTM); the final h (and c) are not kept. Descriptors, the buffer sizes and the
+// parameter offsets are built once per (device, mode, T, N, I, H, layers, directions) and cached.
 //
-// The reserve (GruSequenceReserve::kernel "cudnn"): cuDNN's training reserve space, a float32 tensor of
+// The reserve (RnnSequenceReserve::kernel "cudnn"): cuDNN's training reserve space, a float32 tensor of
 // at least the byte size cuDNN asked for. The backward declines any other reserve. With no gradient
 // wanted the forward runs CUDNN_FWD_MODE_INFERENCE and keeps no reserve.
 //
@@ -54,9 +62,13 @@ struct Piece {
   int64_t numel;        // H * in_k for a matrix, H for a bias
 };
 
+// The number of gate blocks of a cuDNN RNN mode (cuDNN's "linear layers" per weight, input or recurrent).
+int gates_of(cudnnRNNMode_t mode) { return mode == CUDNN_LSTM ? 4 : 3; }
+
 // Everything about one shape that does not change between calls.
 struct RnnPlan {
   int device = 0;
+  cudnnRNNMode_t mode = CUDNN_GRU;
   int T = 0, N = 0, I = 0, H = 0, L = 0, dirs = 1;
   cudnnDropoutDescriptor_t dropout = nullptr;
   cudnnRNNDescriptor_t rnn = nullptr;
@@ -79,17 +91,18 @@ struct RnnPlan {
   }
 };
 
-using PlanKey = std::array<int, 7>;  // device, T, N, I, H, layers, dirs
+using PlanKey = std::array<int, 8>;  // device, mode, T, N, I, H, layers, dirs
 
 std::unique_ptr<RnnPlan> build_plan(const PlanKey& key, cudnnHandle_t handle) {
   auto p = std::make_unique<RnnPlan>();
-  p->device = key[0], p->T = key[1], p->N = key[2], p->I = key[3], p->H = key[4], p->L = key[5], p->dirs = key[6];
+  p->device = key[0], p->mode = static_cast<cudnnRNNMode_t>(key[1]);
+  p->T = key[2], p->N = key[3], p->I = key[4], p->H = key[5], p->L = key[6], p->dirs = key[7];
   // No dropout between layers: a dropout descriptor with probability 0 and no state.
   MINIDL_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&p->dropout));
   MINIDL_CUDNN_CHECK(cudnnSetDropoutDescriptor(p->dropout, handle, 0.0f, nullptr, 0, 0));
   MINIDL_CUDNN_CHECK(cudnnCreateRNNDescriptor(&p->rnn));
   const cudnnMathType_t math = cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-  MINIDL_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_GRU, CUDNN_RNN_DOUBLE_BIAS,
+  MINIDL_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, p->mode, CUDNN_RNN_DOUBLE_BIAS,
                                               p->dirs == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
                                               CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math, p->I, p->H,
                                               /*projSize=*/p->H, p->L, p->dropout, CUDNN_RNN_PADDED_IO_ENABLED));
@@ -103,7 +116,8 @@ std::unique_ptr<RnnPlan> build_plan(const PlanKey& key, cudnnHandle_t handle) {
   MINIDL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&p->y_desc));
   MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
                                                p->T, p->N, p->H * p->dirs, lengths.data(), &padding_fill));
-  // Initial/final hidden states [layers * dirs, N, H] (we pass none: h_{-1} = 0, the final h is not kept).
+  // Initial/final hidden (and LSTM cell) states [layers * dirs, N, H] (we pass none: zero initial
+  // states, the final ones are not kept).
   MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->h_desc));
   const int h_dims[3] = {p->L * p->dirs, p->N, p->H};
   const int h_strides[3] = {p->N * p->H, p->H, 1};
@@ -134,6 +148,7 @@ void locate_pieces(RnnPlan& p, cudnnHandle_t handle, const void* weight_space) {
   MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&m_desc));
   MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&b_desc));
   std::vector<Piece> pieces;
+  const int G = gates_of(p.mode);
   try {
     const char* base = static_cast<const char*>(weight_space);
     for (int k = 0; k < p.L; ++k) {
@@ -141,18 +156,19 @@ void locate_pieces(RnnPlan& p, cudnnHandle_t handle, const void* weight_space) {
       for (int d = 0; d < p.dirs; ++d) {
         const int pseudo_layer = k * p.dirs + d;
         const size_t first = static_cast<size_t>(4 * pseudo_layer);  // w_ih, w_hh, b_ih, b_hh
-        for (int lin = 0; lin < 6; ++lin) {
+        for (int lin = 0; lin < 2 * G; ++lin) {
           void* m_addr = nullptr;
           void* b_addr = nullptr;
           MINIDL_CUDNN_CHECK(cudnnGetRNNWeightParams(handle, p.rnn, pseudo_layer, p.weight_bytes, weight_space, lin,
                                                      m_desc, &m_addr, b_desc, &b_addr));
-          const bool recurrent = lin >= 3;
-          const int gate = lin % 3;
+          const bool recurrent = lin >= G;
+          const int gate = lin % G;
           const int64_t cols = recurrent ? p.H : in;
           const int64_t m_numel = int64_t{p.H} * cols;
           MINIDL_CHECK(m_addr != nullptr && b_addr != nullptr && described_numel(m_desc) == m_numel &&
                            described_numel(b_desc) == p.H,
-                       "gru_sequence (cudnn): cuDNN's weight layout is not the expected one at layer ", k,
+                       p.mode == CUDNN_LSTM ? "lstm_sequence" : "gru_sequence",
+                       " (cudnn): cuDNN's weight layout is not the expected one at layer ", k,
                        " direction ", d, " linLayerID ", lin, ": matrix of ", described_numel(m_desc),
                        " values (expected ", m_numel, "), bias of ", described_numel(b_desc), " (expected ", p.H,
                        ")");
@@ -215,22 +231,24 @@ Tensor device_lengths(const RnnPlan& p) {
 }
 
 // Float32 and sizes cuDNN can take (int everywhere); fills the plan key.
-bool accepts(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional, PlanKey& key) {
+bool accepts(cudnnRNNMode_t mode, const Tensor& x, const std::vector<Tensor>& params, int num_layers,
+             bool bidirectional, PlanKey& key) {
   if (x.dtype() != DType::float32) return false;
   for (const Tensor& t : params)
     if (t.dtype() != DType::float32) return false;
   const int64_t T = x.shape()[0], N = x.shape()[1], I = x.shape()[2], H = params[1].shape()[1];
   const int dirs = bidirectional ? 2 : 1;
-  for (int64_t v : {T, N, I, H, T * N * I, T * N * H * dirs, 3 * H * std::max(I, H * dirs)})
+  for (int64_t v : {T, N, I, H, T * N * I, T * N * H * dirs, gates_of(mode) * H * std::max(I, H * dirs)})
     if (!cuda::fits_int(v)) return false;
-  key = {x.device().index, int(T), int(N), int(I), int(H), num_layers, dirs};
+  key = {x.device().index, static_cast<int>(mode), int(T), int(N), int(I), int(H), num_layers, dirs};
   return true;
 }
 
-bool gru_sequence_cudnn(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
-                        bool keep_reserve, Tensor& y, GruSequenceReserve& reserve) {
+template <cudnnRNNMode_t Mode>
+bool sequence_cudnn(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
+                    bool keep_reserve, Tensor& y, RnnSequenceReserve& reserve) {
   PlanKey key;
-  if (!accepts(x, params, num_layers, bidirectional, key)) return false;
+  if (!accepts(Mode, x, params, num_layers, bidirectional, key)) return false;
   const int device = key[0];
   cuda::set_device(device);
   cudnnHandle_t handle = cuda::cudnn_handle(device);
@@ -253,11 +271,12 @@ bool gru_sequence_cudnn(const Tensor& x, const std::vector<Tensor>& params, int 
   return true;
 }
 
-bool gru_sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const std::vector<Tensor>& params,
-                                 int num_layers, bool bidirectional, const Tensor& y,
-                                 const GruSequenceReserve& reserve, Tensor& grad_x, std::vector<Tensor>& grad_params) {
+template <cudnnRNNMode_t Mode>
+bool sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const std::vector<Tensor>& params,
+                             int num_layers, bool bidirectional, const Tensor& y, const RnnSequenceReserve& reserve,
+                             Tensor& grad_x, std::vector<Tensor>& grad_params) {
   PlanKey key;
-  if (reserve.kernel != kName || !reserve.data.defined() || !accepts(x, params, num_layers, bidirectional, key))
+  if (reserve.kernel != kName || !reserve.data.defined() || !accepts(Mode, x, params, num_layers, bidirectional, key))
     return false;
   const int device = key[0];
   cuda::set_device(device);
@@ -293,14 +312,19 @@ bool gru_sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const st
 
 }  // namespace
 
-void register_gru_cudnn_cuda() {
+void register_rnn_cudnn_cuda() {
   const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
+  const std::string backward = str_cat("cudnnRNNBackwardData_v8 + cudnnRNNBackwardWeights_v8; ", precision);
   register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cuda, kName, 20,
                                      str_cat("cudnnRNNForward (CUDNN_GRU, all layers and directions); ", precision),
-                                     gru_sequence_cudnn);
-  register_kernel<GruSequenceBackwardKernel>(
-      "gru_sequence.backward", DeviceType::cuda, kName, 20,
-      str_cat("cudnnRNNBackwardData_v8 + cudnnRNNBackwardWeights_v8; ", precision), gru_sequence_backward_cudnn);
+                                     sequence_cudnn<CUDNN_GRU>);
+  register_kernel<GruSequenceBackwardKernel>("gru_sequence.backward", DeviceType::cuda, kName, 20, backward,
+                                             sequence_backward_cudnn<CUDNN_GRU>);
+  register_kernel<LstmSequenceKernel>("lstm_sequence", DeviceType::cuda, kName, 20,
+                                      str_cat("cudnnRNNForward (CUDNN_LSTM, all layers and directions); ", precision),
+                                      sequence_cudnn<CUDNN_LSTM>);
+  register_kernel<LstmSequenceBackwardKernel>("lstm_sequence.backward", DeviceType::cuda, kName, 20, backward,
+                                              sequence_backward_cudnn<CUDNN_LSTM>);
 }
 
 }  // namespace minidl

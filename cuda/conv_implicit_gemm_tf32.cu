@@ -1,0 +1,315 @@
+// cuda/conv_implicit_gemm_tf32.cu — conv2d on the GPU as an implicit GEMM on TF32 tensor cores: kernel
+// "implicit_gemm_tf32" of keys "conv2d", "conv2d.backward_input", "conv2d.backward_weight". The rung after
+// implicit_gemm (cuda/conv_implicit_gemm.cu) on the convolution ladder (docs/conv-ladder.md).
+//
+// Same three GEMMs, same gathers (cuda/conv_implicit_gemm.cuh: forward M = O, N = Nb*OH*OW, K = C*KH*KW;
+// backward_input M = C, N = Nb*H*W, K = O*KH*KW; backward_weight M = O, N = C*KH*KW, K = Nb*OH*OW, split
+// over K with a fixed-order sum), same double-buffered main loop. What changes is the multiply: instead
+// of each thread doing 8 x TM x TN FFMAs per K slice, each warp issues tensor-core instructions
+//
+//     mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32     D[16x8] += A[16x8] * B[8x8]
+//
+// on a WM x WN warp tile (64x32, 32x32 or 32x16 by block tile) in K steps of 8. The loaders round
+// every operand to TF32 (cvt.rna: 10 explicit mantissa bits, round to nearest) once, as they store it
+// into shared memory; products are exact in FP32 and accumulate in FP32. Fragment ownership (PTX ISA,
+// "Matrix fragments for mma.m16n8k8", .tf32), with g = lane / 4 and t = lane % 4:
+//     a0 = A[g][t]   a1 = A[g+8][t]   a2 = A[g][t+4]   a3 = A[g+8][t+4]      (A row-major, 16 x 8)
+//     b0 = B[t][g]   b1 = B[t+4][g]                                          (B "col": 8 x 8, k rows)
+//     c0 = C[g][2t]  c1 = C[g][2t+1]  c2 = C[g+8][2t]  c3 = C[g+8][2t+1]
+// Read from As[k][m] and Bs[k][n] whose rows are BM + 8 and BN + 8 floats: for a fragment load the 32
+// lanes hit bank (8t + g) mod 32, all different. (The loaders' stores then conflict up to 4 ways for the
+// tiles whose k runs along lanes; the stores are one per element, the fragment loads several.)
+// Tiles: BK = 16 (two mma K steps per barrier); forward/backward_input 128x128 (8 warps of 64x32),
+// 64x128 (8 warps of 32x32), 32x128 (4 warps of 32x32); backward_weight 128x128, 64x64 (4 warps of
+// 32x32), 32x64 (4 warps of 32x16), 32x32 (2 warps of 32x16). Chosen by shape as in the FP32 file.
+//
+// Precision: TF32 keeps about 3 decimal digits per product (unit roundoff 2^-11 per operand); a sum of
+// K products of magnitude |a||b| has an error up to about 2^-10 * sum_k |a_k b_k| (tests/test_util.h
+// tf32_tolerance). So this kernel runs only when asked for: with MINIDL_TF32=1 (as cuBLAS and cuDNN
+// use TF32 then), or when selected by name (--kernel conv2d=implicit_gemm_tf32, MINIDL_KERNELS, the test
+// sweeps, minidl bench); otherwise it declines and exact FP32 kernels serve the call.
+//
+// Why faster than implicit_gemm: an H200 SM does 1024 dense TF32 multiply-adds per clock on its tensor
+// cores against 128 FP32 FFMAs; mma.sync (not Hopper's wgmma) reaches perhaps half of the tensor peak,
+// and the gathers (global -> registers -> shared) become the limit. Predicted: 1.5-3x implicit_gemm where
+// the FP32 kernel is compute-bound (MNIST conv2, the captcha's 64..256-channel layers), little gain on
+// conv1-like layers (K = 9 or 27: memory-bound). Measured: pending H200 run (scripts/conv-ladder-h200.sh).
+// Not done: wgmma (sm_90a, warpgroup MMA from shared memory), TMA or cp.async staging, swizzled shared
+// layouts; each is a further rung.
+//
+// Resources (nvcc 13.0, sm_90, -O3, -Xptxas -v; __launch_bounds__ caps every tile at 128 registers):
+//   tile (threads, warp tile)   stage                  registers  spill stores/loads (bytes)  shared
+//   128x128 (256, 64x32)        forward                128        28 / 40                     34 KiB
+//                               backward_input s=1/s>1 128        32 / 48, 28 / 36
+//                               backward_weight        128        56 / 56
+//   64x128 (256, 32x32)         forward, backward_in.  120-128    0                           26 KiB
+//   32x128 (128, 32x32)         forward, backward_in.  127-128    0 (4 / 4 for s=1 backward_input)  22 KiB
+//   64x64 (128, 32x32)          backward_weight        128        0                           18 KiB
+//   32x64 (128, 32x16)          backward_weight        116        0                           14 KiB
+//   32x32 (64, 32x16)           backward_weight        125        0                           10 KiB
+// (64x128 with 4 warps of 32x64 spilled 190-270 bytes: 8 warps of 32x32 instead.)
+//
+// float32, contiguous, 32-bit indexable sizes; anything else is declined. Outputs are overwritten (=).
+#include <cstdint>
+
+#include "core/dispatch.h"
+#include "cuda/conv_implicit_gemm.cuh"
+#include "cuda/cuda_common.h"
+#include "cuda/dense_common.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+namespace ig = cuda::implicit_gemm;
+
+constexpr const char* kName = "implicit_gemm_tf32";
+
+// A block tile for the tensor-core kernel: BM x BN, BK = 16, WARPS_M x WARPS_N warps each owning a
+// WM x WN warp tile of MT x NT mma tiles (16 x 8 each); shared rows padded by 8 floats (see above).
+template <int BM, int BN, int WARPS_M, int WARPS_N>
+struct Tf32Tile : ig::TileConfig<BM, BN, 16, 32 * WARPS_M * WARPS_N, 8> {
+  static constexpr int kWarpsM = WARPS_M;
+  static constexpr int kWM = BM / WARPS_M, kWN = BN / WARPS_N;
+  static constexpr int kMT = kWM / 16, kNT = kWN / 8;
+  static_assert(kWM % 16 == 0 && kWN % 8 == 0, "warp tiles are whole mma tiles");
+};
+
+// forward and backward_input (N = pixels): BN = 128.
+using Rows128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
+using Rows64 = Tf32Tile<64, 128, 2, 4>;    // 256 threads, warp tile 32x32
+using Rows32 = Tf32Tile<32, 128, 1, 4>;    // 128 threads, warp tile 32x32
+// backward_weight (M = O, N = C*KH*KW), chosen by ig::weight_tile in this order.
+using Weight128x128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
+using Weight64x64 = Tf32Tile<64, 64, 2, 2>;      // 128 threads, warp tile 32x32
+using Weight32x64 = Tf32Tile<32, 64, 1, 4>;      // 128 threads, warp tile 32x16
+using Weight32x32 = Tf32Tile<32, 32, 1, 2>;      // 64 threads, warp tile 32x16
+
+// D += A B for one 16x8x8 tile; a and b hold TF32 bit patterns (the loaders rounded them).
+__device__ __forceinline__ void mma_tf32_16x8x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// One block per BM x BN tile of C and per K range (blockIdx.z); warp w owns the warp tile at rows
+// (w % WARPS_M) * WM, columns (w / WARPS_M) * WN of the block tile. The launch bounds ask for 512
+// resident threads per SM, capping registers at 128.
+template <class Cfg, class Stage>
+__global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads)
+    conv_implicit_gemm_tf32_kernel(const ig::GemmParams p) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, MT = Cfg::kMT, NT = Cfg::kNT;
+  __shared__ __align__(16) float As[2][BK][Cfg::kLdA];
+  __shared__ __align__(16) float Bs[2][BK][Cfg::kLdB];
+
+  const int m0 = static_cast<int>(blockIdx.y) * BM, n0 = static_cast<int>(blockIdx.x) * BN;
+  const int k_begin = static_cast<int>(blockIdx.z) * p.k_per_split;
+  const int k_end = min(p.K, k_begin + p.k_per_split);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int wm = (warp % Cfg::kWarpsM) * Cfg::kWM, wn = (warp / Cfg::kWarpsM) * Cfg::kWN;
+
+  Stage stage(p, m0, n0, k_begin, k_end);
+  float acc[MT][NT][4];
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.0f;
+
+  const int slices = (k_end - k_begin + BK - 1) / BK;
+  stage.load();
+  stage.store(&As[0][0][0], &Bs[0][0][0]);
+  __syncthreads();
+  for (int s = 0; s < slices; ++s) {
+    const int cur = s & 1;
+    const bool more = s + 1 < slices;
+    if (more) {  // slice s+1: global loads in flight while slice s is multiplied
+      stage.advance();
+      stage.load();
+    }
+#pragma unroll
+    for (int ks = 0; ks < BK; ks += 8) {
+      uint32_t b[NT][2];
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int n = wn + j * 8 + g;
+        b[j][0] = __float_as_uint(Bs[cur][ks + t][n]);
+        b[j][1] = __float_as_uint(Bs[cur][ks + t + 4][n]);
+      }
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int m = wm + i * 16 + g;
+        const uint32_t a[4] = {__float_as_uint(As[cur][ks + t][m]), __float_as_uint(As[cur][ks + t][m + 8]),
+                               __float_as_uint(As[cur][ks + t + 4][m]), __float_as_uint(As[cur][ks + t + 4][m + 8])};
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mma_tf32_16x8x8(acc[i][j], a, b[j]);
+      }
+    }
+    // The other buffer was last read in iteration s-1, before the barrier that ended it.
+    if (more) stage.store(&As[cur ^ 1][0][0], &Bs[cur ^ 1][0][0]);
+    __syncthreads();
+  }
+
+  // acc[i][j][2h + c] is C(wm + 16 i + g + 8 h, wn + 8 j + 2 t + c): two neighbouring columns, in one
+  // image plane and 8-byte aligned when plane is even (out_vec >= 2): one float2 store.
+  float* out = p.out + static_cast<int64_t>(blockIdx.z) * p.M * p.N;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int n = n0 + wn + j * 8 + 2 * t;
+    if (n >= p.N) continue;
+    const bool vec = p.out_vec >= 2 && n + 1 < p.N;
+    const int col0 = ig::column_offset(p, n);
+    const int col1 = n + 1 < p.N ? ig::column_offset(p, n + 1) : 0;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm + i * 16 + g + 8 * h;
+        if (m >= p.M) continue;
+        if (vec) {
+          *reinterpret_cast<float2*>(out + col0 + m * p.plane) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+        } else {
+          out[col0 + m * p.plane] = acc[i][j][2 * h];
+          if (n + 1 < p.N) out[col1 + m * p.plane] = acc[i][j][2 * h + 1];
+        }
+      }
+    }
+  }
+}
+
+template <class Cfg, class Stage>
+void launch(const ig::GemmParams& p, int splits, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.N + Cfg::BN - 1) / Cfg::BN), static_cast<unsigned>((p.M + Cfg::BM - 1) / Cfg::BM),
+                  static_cast<unsigned>(splits));
+  conv_implicit_gemm_tf32_kernel<Cfg, Stage><<<grid, Cfg::kThreads, 0, stream>>>(p);
+  MINIDL_LAUNCH_CHECK();
+}
+
+void fill_zero(Tensor& t, cudaStream_t stream) {
+  MINIDL_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, static_cast<size_t>(t.numel()) * sizeof(float), stream));
+}
+
+// TF32 only when MINIDL_TF32=1 or when this kernel is selected for conv2d on CUDA by name.
+bool tf32_wanted() {
+  return cuda::tf32_enabled() || KernelRegistry::instance().selected("conv2d", DeviceType::cuda) == kName;
+}
+
+// ---------------------------------------------------------------- forward
+bool conv2d_implicit_gemm_tf32(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& cp) {
+  if (!tf32_wanted() || !ig::float32_contiguous_cuda({&x, &w, &y})) return false;
+  const int device = y.device().index;
+  cuda::set_device(device);
+  if (y.numel() == 0) return true;
+  ig::ConvShape s;
+  if (!ig::conv_shape(x, w, y, cp, s)) return false;
+  const cudaStream_t stream = cuda::stream(device);
+  const ig::GemmParams p = ig::forward_gemm(s, x.data<float>(), w.data<float>(), y.data<float>());
+  if (p.K == 0) {
+    fill_zero(y, stream);
+    return true;
+  }
+  switch (ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
+    case 128: launch<Rows128, ig::ForwardStage<Rows128, true>>(p, 1, stream); break;
+    case 64: launch<Rows64, ig::ForwardStage<Rows64, true>>(p, 1, stream); break;
+    default: launch<Rows32, ig::ForwardStage<Rows32, true>>(p, 1, stream); break;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- backward_input
+template <bool kUnitStride>
+void launch_backward_input(const ig::GemmParams& p, int bm, cudaStream_t stream) {
+  switch (bm) {
+    case 128: launch<Rows128, ig::BackwardInputStage<Rows128, true, kUnitStride>>(p, 1, stream); break;
+    case 64: launch<Rows64, ig::BackwardInputStage<Rows64, true, kUnitStride>>(p, 1, stream); break;
+    default: launch<Rows32, ig::BackwardInputStage<Rows32, true, kUnitStride>>(p, 1, stream); break;
+  }
+}
+
+bool conv2d_backward_input_implicit_gemm_tf32(const Tensor& grad_y, const Tensor& w, Tensor& grad_x,
+                                              const Conv2dParams& cp) {
+  if (!tf32_wanted() || !ig::float32_contiguous_cuda({&grad_y, &w, &grad_x})) return false;
+  const int device = grad_x.device().index;
+  cuda::set_device(device);
+  if (grad_x.numel() == 0) return true;
+  ig::ConvShape s;
+  if (!ig::conv_shape(grad_x, w, grad_y, cp, s)) return false;
+  const cudaStream_t stream = cuda::stream(device);
+  if (w.numel() == 0 || grad_y.numel() == 0) {
+    fill_zero(grad_x, stream);
+    return true;
+  }
+  Tensor w_by_c = empty({w.numel()}, TensorOptions(DType::float32, Device::cuda(device)));
+  ig::relayout_weight_by_channel(w.data<float>(), w_by_c.data<float>(), s, stream);
+  const ig::GemmParams p = ig::backward_input_gemm(s, grad_y.data<float>(), w_by_c.data<float>(), grad_x.data<float>());
+  const int bm = ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
+  if (s.sh == 1 && s.sw == 1)
+    launch_backward_input<true>(p, bm, stream);
+  else
+    launch_backward_input<false>(p, bm, stream);
+  return true;
+}
+
+// ---------------------------------------------------------------- backward_weight
+// Splits K for about 1,024 threads per multiprocessor (ig::set_splits), runs the GEMM into grad_w or into
+// per-split partial sums, and adds those up in a fixed order.
+template <class Cfg>
+void backward_weight(ig::GemmParams p, Tensor& grad_w, int device, cudaStream_t stream) {
+  const int64_t tiles = int64_t{(p.M + Cfg::BM - 1) / Cfg::BM} * ((p.N + Cfg::BN - 1) / Cfg::BN);
+  const int splits = ig::set_splits(p, tiles, Cfg::BK, Cfg::kThreads, cuda::properties(device).multiProcessorCount);
+  Tensor partial;
+  if (splits > 1) {
+    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
+    p.out = partial.data<float>();
+    p.out_vec = ig::vector_width(p.out, p.plane);
+  }
+  launch<Cfg, ig::BackwardWeightStage<Cfg, true>>(p, splits, stream);
+  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
+}
+
+bool conv2d_backward_weight_implicit_gemm_tf32(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
+                                               const Conv2dParams& cp) {
+  if (!tf32_wanted() || !ig::float32_contiguous_cuda({&x, &grad_y, &grad_w})) return false;
+  const int device = grad_w.device().index;
+  cuda::set_device(device);
+  if (grad_w.numel() == 0) return true;
+  ig::ConvShape s;
+  if (!ig::conv_shape(x, grad_w, grad_y, cp, s)) return false;
+  const cudaStream_t stream = cuda::stream(device);
+  ig::GemmParams p = ig::backward_weight_gemm(s, x.data<float>(), grad_y.data<float>(), grad_w.data<float>());
+  if (p.K == 0) {
+    fill_zero(grad_w, stream);
+    return true;
+  }
+  switch (ig::weight_tile(p, {{128, 128}, {64, 64}, {32, 64}, {32, 32}})) {
+    case 0: backward_weight<Weight128x128>(p, grad_w, device, stream); break;
+    case 1: backward_weight<Weight64x64>(p, grad_w, device, stream); break;
+    case 2: backward_weight<Weight32x64>(p, grad_w, device, stream); break;
+    default: backward_weight<Weight32x32>(p, grad_w, device, stream); break;
+  }
+  return true;
+}
+
+}  // namespace
+
+void register_conv_implicit_gemm_tf32_cuda() {
+  // Priority 16: above implicit_gemm (15), so that MINIDL_TF32=1 without cuDNN picks it; below cudnn (20).
+  // Without MINIDL_TF32=1 it declines unless selected by name.
+  const char* when = "; runs with MINIDL_TF32=1 or when selected, else declines";
+  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, kName, 16,
+                                str_cat("implicit GEMM on TF32 tensor cores (mma.sync m16n8k8)", when), conv2d_implicit_gemm_tf32);
+  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, kName, 16,
+                                             str_cat("implicit GEMM on TF32 tensor cores, grad_y through flipped taps", when),
+                                             conv2d_backward_input_implicit_gemm_tf32);
+  register_kernel<Conv2dBackwardWeightKernel>(
+      "conv2d.backward_weight", DeviceType::cuda, kName, 16,
+      str_cat("implicit GEMM on TF32 tensor cores, split-K with a fixed-order sum", when),
+      conv2d_backward_weight_implicit_gemm_tf32);
+}
+
+}  // namespace minidl

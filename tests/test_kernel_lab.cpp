@@ -1,0 +1,362 @@
+// tests/test_kernel_lab.cpp — the tools around the dispatch table: `minidl bench` (its table, JSON Lines
+// and SVG, its error column catching a wrong kernel, a case for every key), `minidl kernels` (priorities,
+// signatures, filters, the error for an unknown op), MINIDL_LOG_DISPATCH=1 logging once, and the
+// guide docs/adding-a-kernel.md showing its example kernel (cpu/matmul_ikj.cpp) as it is in the tree.
+// Nothing here asserts a time: the bench runs tiny shapes, and only the shape of its output is checked.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "core/dispatch.h"
+#include "tests/test_util.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/case.h"
+#include "tools/kernel_table.h"
+
+using namespace minidl;
+using namespace minidl::testing;
+
+namespace {
+
+// What `write(FILE*)` printed.
+std::string printed(const std::function<void(std::FILE*)>& write) {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  write(f);
+  std::fflush(f);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+// What `fn` wrote to stderr (the file descriptor, so fprintf(stderr, ...) is caught).
+std::string captured_stderr(const std::function<void()>& fn) {
+  std::fflush(stderr);
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f != nullptr);
+  const int saved = dup(2);
+  dup2(fileno(f), 2);
+  fn();
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::rewind(f);
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  std::fclose(f);
+  return text;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line)) lines.push_back(line);
+  return lines;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream ss(line);
+  std::string w;
+  while (ss >> w) out.push_back(w);
+  return out;
+}
+
+std::string temp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
+
+// "" when `svg` is well-formed for what the bench writes: one <svg> root, every tag closed in order, no
+// stray '<' or '&' in text. Otherwise what is wrong.
+std::string svg_problems(const std::string& svg) {
+  std::vector<std::string> open;
+  size_t pos = 0;
+  bool seen_root = false;
+  while ((pos = svg.find('<', pos)) != std::string::npos) {
+    const size_t end = svg.find('>', pos);
+    if (end == std::string::npos) return "a '<' without '>'";
+    std::string tag = svg.substr(pos + 1, end - pos - 1);
+    pos = end + 1;
+    if (tag.empty()) return "an empty tag";
+    if (tag[0] == '/') {
+      const std::string name = tag.substr(1);
+      if (open.empty() || open.back() != name) return "</" + name + "> closes nothing open";
+      open.pop_back();
+      continue;
+    }
+    const std::string name = tag.substr(0, tag.find_first_of(" \n/"));
+    if (name.find('<') != std::string::npos) return "a '<' inside a tag";
+    if (open.empty()) {
+      if (seen_root || name != "svg") return "content outside the <svg> root: <" + name + ">";
+      seen_root = true;
+    }
+    if (tag.back() != '/') open.push_back(name);
+  }
+  if (!seen_root) return "no <svg> root";
+  if (!open.empty()) return "<" + open.back() + "> is never closed";
+  for (size_t amp = svg.find('&'); amp != std::string::npos; amp = svg.find('&', amp + 1)) {
+    const std::string entity = svg.substr(amp, 6);
+    if (entity.rfind("&amp;", 0) != 0 && entity.rfind("&lt;", 0) != 0 && entity.rfind("&gt;", 0) != 0 &&
+        entity.rfind("&quot;", 0) != 0)
+      return "a bare '&'";
+  }
+  return "";
+}
+
+// A deliberately wrong matmul: the naive product, then one element off by 1.
+bool wrong_matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb) {
+  for (const KernelInfo* k : KernelRegistry::instance().candidates("matmul", DeviceType::cpu))
+    if (k->name == "naive") {
+      if (!reinterpret_cast<MatmulKernel*>(k->fn)(a, b, out, ta, tb)) return false;
+      if (out.dtype() == DType::float32 && out.numel() > 0) out.data<float>()[0] += 1.0f;
+      return true;
+    }
+  return false;
+}
+
+bench::BenchOptions tiny_options() {
+  bench::BenchOptions o;
+  o.repeat = 2;
+  o.budget_seconds = 1e-3;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("minidl bench: the table, JSON Lines and SVG, and a wrong kernel caught by the error column",
+          "[bench]") {
+  ScopedKernel<MatmulKernel> wrong("matmul", DeviceType::cpu, "test_wrong", wrong_matmul);
+  bench::BenchOptions o = tiny_options();
+  o.ops = {"matmul", "relu"};
+  o.shapes = {"matmul:8x9x10", "matmul:6x5x4,ta,tb,b2", "relu:5x7"};
+  o.json_path = temp_path("minidl_test_bench.jsonl");
+  o.svg_path = temp_path("minidl_test_bench.svg");
+  int status = -1;
+  const std::string table = printed([&](std::FILE* f) { status = bench::run_bench(o, f); });
+  INFO(table);
+  CHECK(status == 2);  // a kernel is WRONG
+
+  // The table: a header per case, the column names, one line per kernel with numbers in the columns.
+  const std::vector<std::string> lines = lines_of(table);
+  int cases = 0, rows = 0, wrong_rows = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("matmul 8x9x10: ", 0) == 0 || lines[i].rfind("relu 5x7: ", 0) == 0 ||
+        lines[i].rfind("matmul 6x5x4,ta,tb,b2: ", 0) == 0) {
+      ++cases;
+      CHECK_THAT(lines[i], Catch::Contains("; reference naive"));
+      REQUIRE(i + 1 < lines.size());
+      const std::vector<std::string> header = words(lines[i + 1]);
+      REQUIRE(header.size() >= 11);
+      CHECK(header[0] == "kernel");
+      CHECK(header[1] + " " + header[2] == "median ms");
+      CHECK(header[3] + " " + header[4] == "min ms");
+      CHECK(header[5] == "GFLOP/s");
+      CHECK(header[6] == "GB/s");
+      CHECK(header[7] == "vs");
+      CHECK(header[9] + " " + header[10] == "max err");
+      for (size_t j = i + 2; j < lines.size() && !lines[j].empty(); ++j) {
+        const std::vector<std::string> cells = words(lines[j]);
+        REQUIRE(cells.size() >= 7);
+        ++rows;
+        if (cells[1] == "-") {
+          CHECK_THAT(lines[j], Catch::Contains("declined") || Catch::Contains("skipped"));
+          continue;
+        }
+        CHECK(std::stod(cells[1]) > 0);               // median ms
+        CHECK(std::stod(cells[2]) <= std::stod(cells[1]));  // min <= median
+        CHECK(std::stod(cells[3]) > 0);               // GFLOP/s
+        CHECK(std::stod(cells[4]) > 0);               // GB/s
+        if (cells[0] == "naive") CHECK(cells[6] == "0");  // the reference against itself
+        if (cells[0] == "test_wrong") {
+          ++wrong_rows;
+          CHECK(std::stod(cells[6]) >= 0.99);  // one element off by 1
+          CHECK_THAT(lines[j], Catch::Contains("WRONG"));
+        } else {
+          CHECK_THAT(lines[j], !Catch::Contains("WRONG"));
+        }
+      }
+    }
+  }
+  CHECK(cases == 3);
+  CHECK(rows == static_cast<int>(2 * kernels_for("matmul", DeviceType::cpu).size() +
+                                 kernels_for("relu", DeviceType::cpu).size()));
+  CHECK(wrong_rows == 2);
+  CHECK_THAT(table, Catch::Contains("2 kernel(s) WRONG"));
+
+  // JSON Lines: a machine record, then one record per kernel and shape, every line valid JSON.
+  const std::vector<std::string> json = lines_of(read_file(o.json_path));
+  REQUIRE(json.size() >= 4);
+  const nlohmann::json machine = nlohmann::json::parse(json[0]);
+  CHECK(machine["record"] == "machine");
+  CHECK(machine["device"] == "cpu");
+  CHECK(machine["peak_gflops"].get<double>() > 0);
+  CHECK(machine["peak_gbs"].get<double>() > 0);
+  CHECK(machine["threads"].get<int>() >= 1);
+  int wrong_records = 0, kernel_records = 0;
+  for (size_t i = 1; i < json.size(); ++i) {
+    const nlohmann::json r = nlohmann::json::parse(json[i]);
+    CHECK(r["record"] == "kernel");
+    for (const char* field : {"key", "shape", "kernel", "status", "median_ms", "min_ms", "gflops", "gbs", "flops",
+                              "bytes", "vs_vendor", "max_abs_err", "max_rel_err", "wrong", "reference"})
+      CHECK(r.contains(field));
+    ++kernel_records;
+    if (r["status"] != "ok") continue;
+    CHECK(r["median_ms"].get<double>() >= r["min_ms"].get<double>());
+    if (r["key"] == "matmul" && r["shape"] == "8x9x10") CHECK(r["flops"].get<double>() == 2.0 * 8 * 9 * 10);
+    if (r["kernel"] == "test_wrong") {
+      ++wrong_records;
+      CHECK(r["wrong"] == true);
+      CHECK(r["max_abs_err"].get<double>() >= 0.99);
+    } else {
+      CHECK(r["wrong"] == false);
+    }
+  }
+  CHECK(kernel_records == rows);
+  CHECK(wrong_records == 2);
+
+  // The SVG: well-formed, with both panels and the peaks it assumed.
+  const std::string svg = read_file(o.svg_path);
+  CHECK(svg_problems(svg) == "");
+  CHECK_THAT(svg, Catch::Contains("roofline") && Catch::Contains("peaks assumed") && Catch::Contains("test_wrong"));
+  std::filesystem::remove(o.json_path);
+  std::filesystem::remove(o.svg_path);
+}
+
+TEST_CASE("minidl bench: every kernel of every key runs on a tiny shape and agrees with the reference",
+          "[bench]") {
+  bench::BenchOptions o = tiny_options();
+  for (const bench::CaseFamily& family : bench::case_families())
+    for (const bench::CaseKey& k : family.keys) o.shapes.push_back(k.key + ":" + family.example);
+  o.json_path = temp_path("minidl_test_bench_all.jsonl");
+  int status = -1;
+  const std::string table = printed([&](std::FILE* f) { status = bench::run_bench(o, f); });
+  INFO(table);
+  CHECK(status == 0);
+  std::set<std::pair<std::string, std::string>> ran;
+  for (const std::string& line : lines_of(read_file(o.json_path))) {
+    const nlohmann::json r = nlohmann::json::parse(line);
+    if (r["record"] != "kernel") continue;
+    INFO(line);
+    CHECK((r["status"] == "ok" || (r["status"] == "declined" && r["key"] == "copy" && r["kernel"] == "memcpy")));
+    CHECK(r["wrong"] == false);
+    ran.insert({r["key"].get<std::string>(), r["kernel"].get<std::string>()});
+  }
+  for (const KernelInfo* k : KernelRegistry::instance().all())
+    if (k->device == DeviceType::cpu) {
+      INFO(k->key << " " << k->name);
+      CHECK(ran.count({k->key, k->name}) == 1);
+    }
+  std::filesystem::remove(o.json_path);
+}
+
+TEST_CASE("minidl bench: every registered key has a bench case with its kernels' signature", "[bench]") {
+  for (const KernelInfo* k : KernelRegistry::instance().all()) {
+    INFO(k->key << " " << device_type_name(k->device) << " " << k->name);
+    const bench::CaseKey* entry = bench::find_case_key(k->key);
+    REQUIRE(entry != nullptr);
+    CHECK(entry->signature_type == k->signature);
+  }
+}
+
+TEST_CASE("minidl bench: unknown ops, kernels and malformed shapes are errors that say what exists",
+          "[bench][errors]") {
+  bench::BenchOptions o = tiny_options();
+  std::FILE* sink = std::tmpfile();
+  o.ops = {"matmull"};
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("unknown op 'matmull' (did you mean 'matmul'?)") &&
+                                                   Catch::Contains("ops: adam_step, add"));
+  o.ops = {"matmul"};
+  o.kernels = {"openblass"};
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("no kernel 'openblass'") && Catch::Contains("naive"));
+  o.kernels = {};
+  o.shapes = {"matmul:64x64"};
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("matmul:MxNxK[,ta][,tb][,bB]"));
+  o.shapes = {"matmul"};
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("is not KEY:SPEC"));
+  o.shapes = {"conv2d:2x3x7x6,4x5x3x3"};
+  o.ops = {};
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("NxCxHxW,OxCxKHxKW[,sSpP]"));
+  std::fclose(sink);
+}
+
+TEST_CASE("minidl kernels: priorities and signatures, filters, and an error for an unknown op", "[kernels]") {
+  const std::string matmul = printed([](std::FILE* f) { print_kernel_table(f, {"matmul"}, "cpu"); });
+  INFO(matmul);
+  CHECK_THAT(matmul, Catch::Contains("prio") && Catch::Contains("signature"));
+  int kernel_lines = 0;
+  for (const std::string& line : lines_of(matmul)) {
+    const std::vector<std::string> w = words(line);
+    if (w.size() < 6 || w[0] != "matmul") continue;
+    ++kernel_lines;
+    CHECK(w[2] == "cpu");
+    CHECK_THAT(line, Catch::Contains(" MatmulKernel "));
+    if (w[3] == "naive") CHECK(w[4] == "0");
+    if (w[3] == "ikj") CHECK(w[4] == "1");
+  }
+  CHECK(kernel_lines == static_cast<int>(kernels_for("matmul", DeviceType::cpu).size()));
+  // A key filters its stage only; an op all its stages.
+  const std::string conv = printed([](std::FILE* f) { print_kernel_table(f, {"conv2d"}, "all"); });
+  CHECK_THAT(conv, Catch::Contains("backward_input") && Catch::Contains("Conv2dBackwardWeightKernel"));
+  const std::string stage = printed([](std::FILE* f) { print_kernel_table(f, {"conv2d.backward_input"}, "cpu"); });
+  CHECK_THAT(stage, Catch::Contains("backward_input") && !Catch::Contains("backward_weight"));
+  CHECK_THROWS_WITH(print_kernel_table(stdout, {"matmull"}, "all"),
+                    Catch::Contains("unknown op 'matmull' (did you mean 'matmul'?); ops: adam_step, add,"));
+  CHECK_THROWS_WITH(print_kernel_table(stdout, {"matmul"}, "tpu"), Catch::Contains("devices: cpu, cuda, all"));
+}
+
+TEST_CASE("MINIDL_LOG_DISPATCH=1 logs each served kernel once, naming the kernels that declined first",
+          "[dispatch]") {
+  KernelRegistry& registry = KernelRegistry::instance();
+  SelectionReset reset;
+  const int saved = registry.log_level();
+  const Tensor strided = uniform({3, 4}, -1, 1, DType::float32).transpose(0, 1);
+  const Tensor plain = uniform({3, 4}, -1, 1, DType::float32);
+  registry.set_log_level(1);
+  const std::string log = captured_stderr([&] {
+    for (int step = 0; step < 3; ++step) {
+      (void)strided.contiguous();  // copy: memcpy declines the strided source, naive serves
+      (void)plain.clone();         // copy: memcpy serves
+    }
+  });
+  registry.set_log_level(saved);
+  INFO(log);
+  int after_decline = 0, plain_lines = 0, decline_lines = 0;
+  for (const std::string& line : lines_of(log)) {
+    if (line.find(" copy ") == std::string::npos) continue;
+    after_decline += line.find("-> naive (after memcpy declined)") != std::string::npos;
+    plain_lines += line.find("-> memcpy") != std::string::npos;
+    decline_lines += line.find("declined, trying") != std::string::npos;
+  }
+  CHECK(after_decline == 1);
+  CHECK(plain_lines == 1);
+  CHECK(decline_lines == 0);  // level 2 shows each decline; level 1 folds them into the served line
+}
+
+TEST_CASE("docs/adding-a-kernel.md shows its example kernel, cpu/matmul_ikj.cpp, as it is in the tree",
+          "[guide]") {
+  const std::string root = MINIDL_SOURCE_DIR;
+  const std::string guide = read_file(root + "/docs/adding-a-kernel.md");
+  const std::string kernel = read_file(root + "/cpu/matmul_ikj.cpp");
+  CHECK_THAT(guide, Catch::Contains("```cpp\n" + kernel + "```"));
+  CHECK_THAT(read_file(root + "/cpu/kernel_files.h"), Catch::Contains("MINIDL_KERNEL_FILE(register_matmul_ikj_cpu)"));
+  CHECK_THAT(guide, Catch::Contains("MINIDL_KERNEL_FILE(register_matmul_ikj_cpu)"));
+}

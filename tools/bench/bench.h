@@ -1,0 +1,46 @@
+// tools/bench/bench.h — `minidl bench`: every kernel of every key, timed on the same inputs, with GFLOP/s
+// or GB/s from a counted model, the fraction of the vendor kernel's speed, and the max error against the
+// naive reference. docs/benchmarks.md describes the method and the --shape syntax.
+//
+//   tools/bench/case.h, cases_*.cpp   per key: shapes, inputs, FLOP and byte model, how to call a kernel
+//   tools/bench/machine.h             the device's peaks, the cache flush, the load calibration
+//   tools/bench/harness.cpp           selection, reference, timing (this header's run_bench)
+//   tools/bench/report.h              the table, JSON Lines and the SVG
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace minidl {
+namespace bench {
+
+struct BenchOptions {
+  std::vector<std::string> ops;      // op names or keys ("conv2d", "conv2d.backward_input"); empty: all
+  std::vector<std::string> kernels;  // kernel names to show; empty: all
+  std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
+  std::vector<std::string> shapes;   // "KEY:SPEC" (KEY an op or a key); replaces that key's default shapes
+  int repeat = 20;                   // timed calls per kernel and shape, at most
+  double budget_seconds = 0.25;      // ... fewer when they would take longer than this (at least one)
+  // A naive kernel above this many FLOPs is not timed unless --kernel naive asks for it, and the
+  // reference is then the CPU's vendor kernel when the key has one (naive 1024^3 takes ~9 s).
+  double naive_flop_limit = 5e8;
+  std::string json_path;  // JSON Lines, one record per line
+  std::string svg_path;   // GFLOP/s bars and a roofline
+};
+
+// Runs the benchmark and prints the table to `out`. Throws minidl::Error for an unknown op, kernel,
+// device or malformed shape. Returns 0, or 2 when some kernel's output differs from the reference by
+// more than kWrongRelativeError (the table marks it WRONG).
+int run_bench(const BenchOptions& options, std::FILE* out);
+
+// max |got - ref| / max |ref| above which a kernel is reported WRONG; kTf32RelativeError for kernels that
+// multiply on TF32 tensor cores by design (10-bit mantissas: names "tf32_*", and cuBLAS / cuDNN when
+// MINIDL_TF32=1 lets them).
+constexpr double kWrongRelativeError = 1e-3;
+constexpr double kTf32RelativeError = 1e-2;
+
+// The kernels the "vs vendor" column compares with: OpenBLAS (openblas, im2col_blas), cuBLAS, cuDNN.
+bool is_vendor_kernel(const std::string& name);
+
+}  // namespace bench
+}  // namespace minidl

@@ -1,0 +1,165 @@
+// tools/bench/cases_elementwise.cpp — bench cases of the elementwise keys: unary (neg ... tanh), with a
+// scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward), copy, cast, fill and
+// dropout_mask. All are memory-bound: GB/s is the number to read, against the device's bandwidth.
+//
+// Shape syntax: a tensor shape, "64x32x26x26". copy also takes ",t": the source is then a transposed
+// view (its last two dims swapped), the strided copy a contiguous-only kernel declines.
+//
+// FLOPs per element: 1 (exp and log count 1, see tools/bench/case.h); pow_scalar (exp of s*log x) 3.
+// Bytes: every input element read once, every output element written once.
+#include "ops/kernel_signatures.h"
+#include "tools/bench/case.h"
+
+namespace minidl {
+namespace bench {
+
+namespace {
+
+// The default shapes of every elementwise key: an MNIST activation, a captcha activation, and one large
+// enough (128 MiB per tensor) that no cache holds it, not even an H200's 60 MiB L2.
+const std::vector<DefaultShape> kElementwiseShapes = {
+    {"64x32x26x26", "MNIST conv1 activations"},
+    {"128x128x16x48", "captcha block-3 activations"},
+    {"33554432", "large: 128 MiB per tensor"},
+};
+
+const char* kShapeSyntax = "D1xD2x...";
+const char* kShapeHelp = "the tensor's shape";
+
+// Inputs valid for every unary key: log, sqrt and pow need x > 0.
+Tensor positive_input(const Shape& shape, Device d) { return uniform_input(shape, 0.5, 2.0, d); }
+
+BenchCase unary_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape shape = parse_dims(spec, "bench " + key);
+  const double n = static_cast<double>(shape_numel(shape));
+  Tensor x = positive_input(shape, d), out = output(shape, d);
+  BenchCase c;
+  c.flops = n;
+  c.bytes = 2 * n * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<UnaryKernel>(k, x, out); };
+  c.outputs = [=] { return std::vector<Tensor>{out}; };
+  return c;
+}
+
+BenchCase unary_scalar_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape shape = parse_dims(spec, "bench " + key);
+  const double n = static_cast<double>(shape_numel(shape));
+  Tensor x = positive_input(shape, d), out = output(shape, d);
+  const double scalar = key == "pow_scalar" ? 1.5 : 0.75;
+  BenchCase c;
+  c.flops = (key == "pow_scalar" ? 3 : 1) * n;
+  c.bytes = 2 * n * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<UnaryScalarKernel>(k, x, scalar, out); };
+  c.outputs = [=] { return std::vector<Tensor>{out}; };
+  return c;
+}
+
+BenchCase binary_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape shape = parse_dims(spec, "bench " + key);
+  const double n = static_cast<double>(shape_numel(shape));
+  // relu_backward's b is x (its sign matters); div's b is kept away from 0.
+  Tensor a = uniform_input(shape, -1, 1, d);
+  Tensor b = key == "relu_backward" ? uniform_input(shape, -1, 1, d) : positive_input(shape, d);
+  Tensor out = output(shape, d);
+  BenchCase c;
+  c.flops = n;
+  c.bytes = 3 * n * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<BinaryKernel>(k, a, b, out); };
+  c.outputs = [=] { return std::vector<Tensor>{out}; };
+  return c;
+}
+
+// copy: float32 -> float32, contiguous or from a transposed view (",t"); cast: float32 -> float64.
+BenchCase copy_case(const std::string& key, const std::string& spec, Device d) {
+  const std::string syntax = key == "copy" ? "D1xD2x...[,t]" : kShapeSyntax;
+  const std::vector<std::string> parts = split_spec(spec);
+  const bool transposed = parts.size() == 2 && parts[1] == "t" && key == "copy";
+  if (parts.size() > (transposed ? 2u : 1u)) bad_spec(key, spec, syntax, "unknown option");
+  const Shape shape = parse_dims(parts[0], "bench " + key);
+  if (transposed && shape.size() < 2) bad_spec(key, spec, syntax, ",t needs at least two dimensions");
+  const double n = static_cast<double>(shape_numel(shape));
+  Tensor src = uniform_input(shape, -1, 1, d);
+  if (transposed) src = src.transpose(-1, -2);  // a strided view of the same numbers
+  const DType out_type = key == "cast" ? DType::float64 : DType::float32;
+  Tensor dst = empty(src.shape(), TensorOptions(out_type, d));
+  BenchCase c;
+  c.bytes = n * (kFloatBytes + dtype_size(out_type));
+  c.run = [=](const KernelInfo& k) mutable { return call_as<CopyKernel>(k, src, dst); };
+  c.outputs = [=] { return std::vector<Tensor>{dst}; };
+  return c;
+}
+
+BenchCase fill_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape shape = parse_dims(spec, "bench " + key);
+  Tensor dst = output(shape, d);
+  BenchCase c;
+  c.bytes = static_cast<double>(shape_numel(shape)) * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<FillKernel>(k, dst, 0.5); };
+  c.outputs = [=] { return std::vector<Tensor>{dst}; };
+  return c;
+}
+
+// The mask of MNIST's Dropout(0.25); the Philox draws are integer work, so no FLOPs are counted.
+BenchCase dropout_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape shape = parse_dims(spec, "bench " + key);
+  Tensor mask = output(shape, d);
+  BenchCase c;
+  c.bytes = static_cast<double>(shape_numel(shape)) * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<DropoutMaskKernel>(k, mask, 0.25, 1234, 0); };
+  c.outputs = [=] { return std::vector<Tensor>{mask}; };
+  return c;
+}
+
+}  // namespace
+
+void add_elementwise_cases(std::vector<CaseFamily>& families) {
+  families.push_back({MINIDL_BENCH_KEYS(UnaryKernel, {"neg", "exp", "log", "sqrt", "relu", "sigmoid", "tanh"}),
+                      kShapeSyntax,
+                      kShapeHelp,
+                      "5x7",
+                      kElementwiseShapes,
+                      unary_case});
+  families.push_back({MINIDL_BENCH_KEYS(UnaryScalarKernel, {"add_scalar", "mul_scalar", "pow_scalar"}),
+                      kShapeSyntax,
+                      kShapeHelp,
+                      "5x7",
+                      kElementwiseShapes,
+                      unary_scalar_case});
+  families.push_back({MINIDL_BENCH_KEYS(BinaryKernel, {"add", "sub", "mul", "div", "relu_backward"}),
+                      kShapeSyntax,
+                      std::string(kShapeHelp) + " (both operands)",
+                      "5x7",
+                      kElementwiseShapes,
+                      binary_case});
+  families.push_back({MINIDL_BENCH_KEYS(CopyKernel, {"copy"}),
+                      "D1xD2x...[,t]",
+                      "the tensor's shape; ,t copies from a transposed (strided) view",
+                      "5x7,t",
+                      {{"64x32x26x26", "MNIST conv1 activations"},
+                       {"64x32x26x26,t", "the same from a transposed view"},
+                       {"33554432", "large: 128 MiB"}},
+                      copy_case});
+  families.push_back({MINIDL_BENCH_KEYS(CopyKernel, {"cast"}),
+                      kShapeSyntax,
+                      "the tensor's shape (float32 to float64)",
+                      "5x7",
+                      {{"64x32x26x26", "MNIST conv1 activations"}, {"33554432", "large: 128 MiB"}},
+                      copy_case});
+  families.push_back({MINIDL_BENCH_KEYS(FillKernel, {"fill"}),
+                      kShapeSyntax,
+                      kShapeHelp,
+                      "5x7",
+                      {{"64x32x26x26", "MNIST conv1 activations"}, {"33554432", "large: 128 MiB"}},
+                      fill_case});
+  families.push_back({MINIDL_BENCH_KEYS(DropoutMaskKernel, {"dropout_mask"}),
+                      kShapeSyntax,
+                      "the mask's shape (p = 0.25)",
+                      "5x7",
+                      {{"64x64x12x12", "MNIST dropout after the pool"},
+                       {"128x256x2x12", "captcha dropout after the CNN"},
+                       {"33554432", "large: 128 MiB"}},
+                      dropout_case});
+}
+
+}  // namespace bench
+}  // namespace minidl

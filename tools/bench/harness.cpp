@@ -1,0 +1,358 @@
+// tools/bench/harness.cpp — `minidl bench` itself: which keys, shapes and kernels to time; the reference
+// each kernel's output is compared with; and the timing.
+//
+// Method, for each key and shape (a "case"):
+//   1. Inputs from a fixed seed, made on the CPU and copied to the device, so every kernel of the key
+//      (called directly through the registry: KernelInfo::fn cast to the key's signature) sees the same
+//      numbers, and so does the reference on the CPU.
+//   2. The reference: the key's naive CPU kernel, run once. Above naive_flop_limit FLOPs naive is too
+//      slow to run on every case (1024^3 takes ~9 s), so the reference is then the CPU's vendor kernel
+//      (openblas, im2col_blas) when the key has one, and naive otherwise; the table says which.
+//   3. Per kernel: one warm-up call (which also gives the outputs compared with the reference and the
+//      time that sizes the repeats), then up to `repeat` timed calls, fewer if they would take longer
+//      than budget_seconds. Before each: the case's prepare (untimed: optimizer state restored, a GRU
+//      reserve made) and the cache flush. Each call is timed by the backend's time_on_device (CUDA events
+//      on the GPU, the host clock around a synchronisation on the CPU). Median and min are reported.
+//   4. The machine: a calibration workload timed before and after; a spread above 10% prints a warning.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+#include "core/backend.h"
+#include "core/dispatch.h"
+#include "core/random.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/case.h"
+#include "tools/bench/machine.h"
+#include "tools/bench/report.h"
+#include "tools/kernel_table.h"
+
+namespace minidl {
+namespace bench {
+
+bool is_vendor_kernel(const std::string& name) {
+  return name.find("blas") != std::string::npos || name.rfind("cudnn", 0) == 0;
+}
+
+namespace {
+
+constexpr uint64_t kSeed = 20240501;
+
+// The kernels of (key, device), highest priority first.
+std::vector<const KernelInfo*> kernels_of(const std::string& key, DeviceType device) {
+  std::vector<const KernelInfo*> out;
+  for (const KernelInfo* k : KernelRegistry::instance().all())
+    if (k->key == key && k->device == device) out.push_back(k);
+  return out;
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+// Calls f(i, value) for every element of t (copied to the CPU if it is elsewhere), as a double; read in
+// place, without a cast kernel (a 128 MiB output is compared in a fraction of the time).
+template <class F>
+void for_each_value(const Tensor& t, F f) {
+  const Tensor c = t.to(Device::cpu()).contiguous();
+  const int64_t n = c.numel();
+  switch (c.dtype()) {
+    case DType::float32:
+      for (int64_t i = 0; i < n; ++i) f(i, static_cast<double>(c.data<float>()[i]));
+      break;
+    case DType::float64:
+      for (int64_t i = 0; i < n; ++i) f(i, c.data<double>()[i]);
+      break;
+    case DType::int32:
+      for (int64_t i = 0; i < n; ++i) f(i, static_cast<double>(c.data<int32_t>()[i]));
+      break;
+    case DType::int64:
+      for (int64_t i = 0; i < n; ++i) f(i, static_cast<double>(c.data<int64_t>()[i]));
+      break;
+  }
+}
+
+// The reference's outputs, kept in double (later calls overwrite the tensors).
+std::vector<std::vector<double>> snapshot(const BenchCase& c) {
+  std::vector<std::vector<double>> out;
+  for (const Tensor& t : c.outputs()) {
+    out.emplace_back(static_cast<size_t>(t.numel()));
+    std::vector<double>& values = out.back();
+    for_each_value(t, [&](int64_t i, double v) { values[i] = v; });
+  }
+  return out;
+}
+
+// The relative error above which kernel `name` on d is WRONG (tools/bench/bench.h).
+double wrong_threshold(const std::string& name, Device d) {
+  const char* tf32 = std::getenv("MINIDL_TF32");
+  const bool tf32_allowed = tf32 != nullptr && std::atoi(tf32) > 0;
+  if (name.rfind("tf32", 0) == 0 || (!d.is_cpu() && tf32_allowed && is_vendor_kernel(name))) return kTf32RelativeError;
+  return kWrongRelativeError;
+}
+
+// max |got - ref| and that divided by max |ref|. Equal infinities and NaN against NaN agree; any other
+// non-finite difference is an infinite error.
+void compare(const BenchCase& c, const std::vector<std::vector<double>>& ref, Device d, Row& row) {
+  double max_err = 0, max_ref = 0;
+  const std::vector<Tensor> outputs = c.outputs();
+  for (size_t o = 0; o < ref.size(); ++o)
+    for_each_value(outputs[o], [&](int64_t i, double g) {
+      const double r = ref[o][i];
+      if (std::isfinite(r)) max_ref = std::max(max_ref, std::fabs(r));
+      if (g == r || (std::isnan(g) && std::isnan(r))) return;
+      const double err = std::fabs(g - r);
+      max_err = std::max(max_err, std::isnan(err) ? INFINITY : err);
+    });
+  row.max_abs_err = max_err;
+  row.max_rel_err = max_ref > 0 ? max_err / max_ref : max_err;
+  row.wrong = !(row.max_rel_err <= wrong_threshold(row.kernel, d));
+}
+
+struct Reference {
+  const KernelInfo* kernel = nullptr;
+  std::string why;  // printed with the case
+};
+
+// The CPU kernel the outputs of (key, case) are compared with (the method's step 2).
+Reference choose_reference(const std::string& key, double flops, const BenchOptions& o) {
+  const KernelInfo* naive = nullptr;
+  const KernelInfo* vendor = nullptr;
+  for (const KernelInfo* k : kernels_of(key, DeviceType::cpu)) {
+    if (k->name == "naive") naive = k;
+    if (!vendor && is_vendor_kernel(k->name)) vendor = k;
+  }
+  const bool naive_asked = contains(o.kernels, "naive");
+  if (naive && (flops <= o.naive_flop_limit || naive_asked)) return {naive, "naive"};
+  if (vendor)
+    return {vendor, str_cat("cpu ", vendor->name, " (naive skipped: ", human(flops, "FLOP"), " > ",
+                            human(o.naive_flop_limit, "FLOP"), ")")};
+  if (naive) return {naive, str_cat("naive, run once (", human(flops, "FLOP"), ")")};
+  return {nullptr, "none (no naive CPU kernel)"};
+}
+
+// Selects kernel k for its op while it is timed, as `--kernel OP=NAME` would, and puts the previous
+// selection back after: a kernel may serve only when selected (the tf32_* matmul kernels without
+// MINIDL_TF32=1), and the bench times each kernel as a user choosing it would get it.
+class SelectedWhileTimed {
+ public:
+  explicit SelectedWhileTimed(const KernelInfo& k)
+      : op_(k.op), device_(k.device), previous_(KernelRegistry::instance().selected(k.op, k.device)) {
+    KernelRegistry::instance().select(op_, device_, k.name);
+  }
+  ~SelectedWhileTimed() { KernelRegistry::instance().select(op_, device_, previous_); }
+  SelectedWhileTimed(const SelectedWhileTimed&) = delete;
+  SelectedWhileTimed& operator=(const SelectedWhileTimed&) = delete;
+
+ private:
+  std::string op_;
+  DeviceType device_;
+  std::string previous_;
+};
+
+// Times kernel k on case c (the method's step 3); fills the row's times and status.
+void time_kernel(const KernelInfo& k, BenchCase& c, Device d, CacheFlush& flush, const BenchOptions& o, Row& row,
+                 const std::vector<std::vector<double>>* reference) {
+  DeviceBackend& backend = backend_for(d.type);
+  SelectedWhileTimed selected(k);
+  if (c.prepare) {
+    const std::string why = c.prepare(k);
+    if (!why.empty()) {
+      row.status = "skipped";
+      row.note = why;
+      return;
+    }
+  }
+  bool accepted = false;
+  flush.run();
+  const double warmup = backend.time_on_device([&] { accepted = c.run(k); }, d.index);
+  if (!accepted) {
+    row.status = "declined";
+    return;
+  }
+  if (reference) compare(c, *reference, d, row);
+  const int runs = std::max(1, std::min(o.repeat, static_cast<int>(o.budget_seconds / std::max(warmup, 1e-9))));
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    if (c.prepare) c.prepare(k);
+    flush.run();
+    times.push_back(backend.time_on_device([&] { c.run(k); }, d.index));
+  }
+  std::sort(times.begin(), times.end());
+  row.status = "ok";
+  row.runs = runs;
+  row.min_s = times.front();
+  row.median_s = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+}
+
+// One case: every selected kernel of `key` on d at `spec`.
+std::vector<Row> run_case(const std::string& key, const DefaultShape& shape, const CaseFamily& family, Device d,
+                          CacheFlush& flush, const BenchOptions& o) {
+  manual_seed(kSeed);
+  BenchCase c = family.make(key, shape.spec, d);
+  Row base;
+  base.key = key;
+  base.shape = shape.spec;
+  base.label = shape.label;
+  base.flops = c.flops;
+  base.bytes = c.bytes;
+
+  const std::vector<const KernelInfo*> kernels = kernels_of(key, d.type);
+  const std::vector<const KernelInfo*>& order = KernelRegistry::instance().candidates(key, d.type);
+  const std::string default_name = order.empty() ? "" : order.front()->name;
+  std::vector<Row> rows;
+  std::vector<const KernelInfo*> to_time;
+  for (const KernelInfo* k : kernels) {
+    Row row = base;
+    row.kernel = k->name;
+    row.is_default = k->name == default_name;
+    row.shown = o.kernels.empty() || contains(o.kernels, k->name);
+    if (!row.shown && !is_vendor_kernel(k->name)) continue;
+    if (k->name == "naive" && c.flops > o.naive_flop_limit && !contains(o.kernels, "naive")) {
+      row.status = "skipped";
+      row.note = str_cat(human(c.flops, "FLOP"), " > ", human(o.naive_flop_limit, "FLOP"), ": --kernel naive times it");
+      rows.push_back(row);
+      continue;
+    }
+    rows.push_back(row);
+    to_time.push_back(k);
+  }
+  const bool any_shown = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.shown; });
+  if (!any_shown) return {};
+
+  // The reference, computed only when some kernel is timed.
+  const Reference ref = choose_reference(key, c.flops, o);
+  std::vector<std::vector<double>> ref_outputs;
+  bool have_reference = false;
+  if (!to_time.empty() && ref.kernel) {
+    BenchCase ref_case = c;
+    if (!d.is_cpu()) {
+      manual_seed(kSeed);
+      ref_case = family.make(key, shape.spec, Device::cpu());
+    }
+    const std::string why = ref_case.prepare ? ref_case.prepare(*ref.kernel) : "";
+    MINIDL_CHECK(why.empty(), "bench: the reference ", ref.kernel->name, " of ", key, " cannot run: ", why);
+    MINIDL_CHECK(ref_case.run(*ref.kernel), "bench: the reference kernel ", ref.kernel->name, " of ", key,
+                 " declined ", shape.spec);
+    ref_outputs = snapshot(ref_case);
+    have_reference = true;
+  }
+  for (Row& row : rows) row.reference = have_reference ? ref.why : "not run (no kernel timed)";
+
+  size_t next = 0;
+  for (Row& row : rows) {
+    if (row.status == "skipped") continue;
+    time_kernel(*to_time[next++], c, d, flush, o, row, have_reference ? &ref_outputs : nullptr);
+  }
+
+  // The vendor column: the fastest vendor kernel of this case.
+  const Row* vendor = nullptr;
+  for (const Row& row : rows)
+    if (row.status == "ok" && is_vendor_kernel(row.kernel) && (!vendor || row.median_s < vendor->median_s))
+      vendor = &row;
+  for (Row& row : rows) {
+    if (vendor) row.vendor = vendor->kernel;
+    if (vendor && row.status == "ok") row.vs_vendor = vendor->median_s / row.median_s;
+    std::vector<std::string> notes;
+    if (!row.note.empty()) notes.push_back(row.note);
+    if (row.is_default) notes.push_back("default");
+    if (d.is_cpu() && ref.kernel && row.kernel == ref.kernel->name && row.status == "ok") notes.push_back("reference");
+    if (row.wrong) notes.push_back("WRONG");
+    if (row.status == "ok" && row.runs >= 3 && row.median_s > 1.1 * row.min_s) notes.push_back("noisy");
+    row.note.clear();
+    for (const std::string& n : notes) row.note += (row.note.empty() ? "" : "; ") + n;
+  }
+  return rows;
+}
+
+// --shape values by key or op: "conv2d:..." -> {"conv2d": ["..."]}.
+std::map<std::string, std::vector<std::string>> parse_shapes(const std::vector<std::string>& shapes) {
+  std::map<std::string, std::vector<std::string>> by_name;
+  for (const std::string& s : shapes) {
+    const size_t colon = s.find(':');
+    MINIDL_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < s.size(), "bench: --shape '", s,
+                 "' is not KEY:SPEC (e.g. matmul:1024x1024x1024; `minidl bench --help` lists the syntax of each key)");
+    const std::string name = s.substr(0, colon);
+    check_ops_known({name}, "bench --shape");
+    by_name[name].push_back(s.substr(colon + 1));
+  }
+  return by_name;
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o, std::FILE* out) {
+  MINIDL_CHECK(o.repeat >= 1, "bench: --repeat must be at least 1");
+  const Device d = Device::parse(o.device);
+  check_device_usable(d);
+  check_ops_known(o.ops, "bench --op");
+  const std::map<std::string, std::vector<std::string>> shapes = parse_shapes(o.shapes);
+
+  // The keys: those of --op, else those named by --shape, else all; in the table's order.
+  std::vector<std::string> keys;
+  std::set<std::string> kernel_names;
+  for (const KernelInfo* k : KernelRegistry::instance().all()) {
+    if (k->device != d.type) continue;
+    bool wanted = true;
+    if (!o.ops.empty()) {
+      wanted = key_selected(k->key, o.ops);
+    } else if (!shapes.empty()) {
+      wanted = shapes.count(k->key) || shapes.count(k->op);
+    }
+    if (!wanted) continue;
+    if (keys.empty() || keys.back() != k->key) keys.push_back(k->key);
+    kernel_names.insert(k->name);
+  }
+  for (const std::string& name : o.kernels)
+    if (!kernel_names.count(name)) {
+      std::string list;
+      for (const std::string& n : kernel_names) list += (list.empty() ? "" : ", ") + n;
+      throw Error(str_cat("bench: no kernel '", name, "' among the selected keys on ", d.str(), "; kernels: ", list));
+    }
+  Report report;
+  report.machine = describe_machine(d);
+  report.repeat = o.repeat;
+  report.budget_seconds = o.budget_seconds;
+  CacheFlush flush(report.machine);
+  report.flush = flush.describe();
+  report.before = calibrate(report.machine, 5);
+  revise_peak(report.machine, report.before);
+  print_preamble(out, report);
+
+  for (const std::string& key : keys) {
+    const CaseFamily* family = find_case_family(key);
+    if (!family) {
+      std::fprintf(out, "%s: no bench case (add one in tools/bench/cases_*.cpp)\n\n", key.c_str());
+      continue;
+    }
+    std::vector<DefaultShape> specs;
+    for (const std::string& name : {key, key.substr(0, key.find('.'))}) {
+      auto it = shapes.find(name);
+      if (it != shapes.end() && specs.empty())
+        for (const std::string& spec : it->second) specs.push_back({spec, ""});
+    }
+    if (specs.empty())
+      for (const DefaultShape& shape : family->defaults)
+        if (shape.device.empty() || shape.device == device_type_name(d.type)) specs.push_back(shape);
+    for (const DefaultShape& shape : specs) {
+      std::vector<Row> rows = run_case(key, shape, *family, d, flush, o);
+      if (rows.empty()) continue;
+      print_case(out, rows);
+      std::fflush(out);
+      report.rows.insert(report.rows.end(), rows.begin(), rows.end());
+    }
+  }
+  report.after = calibrate(report.machine, 5);
+  if (revise_peak(report.machine, report.after))
+    std::fprintf(out, "peak revised (a calibration after the run was faster): %s\n", report.machine.spec.how.c_str());
+  print_summary(out, report);
+  if (!o.json_path.empty()) write_json_lines(o.json_path, report);
+  if (!o.svg_path.empty()) write_svg(o.svg_path, report);
+  const bool any_wrong = std::any_of(report.rows.begin(), report.rows.end(), [](const Row& r) { return r.wrong; });
+  return any_wrong ? 2 : 0;
+}
+
+}  // namespace bench
+}  // namespace minidl

@@ -1,0 +1,107 @@
+// tools/kernel_table.cpp — `minidl kernels`. The signature column names the alias of
+// ops/kernel_signatures.h a key's kernels implement; it comes from the bench's case table
+// (tools/bench/cases.cpp), which states the signature of every key it knows how to call.
+#include "tools/kernel_table.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/dispatch.h"
+#include "tools/bench/case.h"
+
+namespace minidl {
+
+namespace {
+
+std::string op_of(const std::string& key) { return key.substr(0, key.find('.')); }
+
+// Edit distance, for "did you mean".
+size_t distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The signature alias of `k`'s key, checked against the type it was registered with.
+std::string signature_of(const KernelInfo& k) {
+  const bench::CaseKey* entry = bench::find_case_key(k.key);
+  if (entry == nullptr) return "?";
+  if (entry->signature_type != k.signature) return entry->signature + "(MISMATCH)";
+  return entry->signature;
+}
+
+}  // namespace
+
+bool key_selected(const std::string& key, const std::vector<std::string>& ops) {
+  for (const std::string& o : ops)
+    if (o == key || o == op_of(key)) return true;
+  return false;
+}
+
+void check_ops_known(const std::vector<std::string>& ops, const std::string& who) {
+  std::set<std::string> known_ops, known_keys;
+  for (const KernelInfo* k : KernelRegistry::instance().all()) {
+    known_ops.insert(k->op);
+    known_keys.insert(k->key);
+  }
+  for (const std::string& o : ops) {
+    if (known_ops.count(o) || known_keys.count(o)) continue;
+    std::string closest, list;
+    size_t best = 3;  // suggest only near misses
+    for (const std::string& name : known_ops) {
+      list += (list.empty() ? "" : ", ") + name;
+      const size_t d = distance(o, name);
+      if (d < best) best = d, closest = name;
+    }
+    throw Error(str_cat(who, ": unknown op '", o, "'", closest.empty() ? "" : " (did you mean '" + closest + "'?)",
+                        "; ops: ", list, " (or a key such as conv2d.backward_input)"));
+  }
+}
+
+void print_kernel_table(std::FILE* out, const std::vector<std::string>& ops, const std::string& device) {
+  check_ops_known(ops, "kernels --op");
+  int only_device = -1;
+  if (!device.empty() && device != "all") {
+    MINIDL_CHECK(device == "cpu" || device == "cuda", "kernels --device: unknown device '", device,
+                 "'; devices: cpu, cuda, all");
+    only_device = static_cast<int>(device == "cpu" ? DeviceType::cpu : DeviceType::cuda);
+  }
+  KernelRegistry& registry = KernelRegistry::instance();
+  std::fprintf(out, "%-14s %-16s %-5s %-20s %4s %-7s %-26s %s\n", "op", "stage", "dev", "kernel", "prio", "default",
+               "signature", "description");
+  // Kernels in the order dispatch tries them for each (key, device): the selected one, then by priority.
+  std::set<std::pair<std::string, int>> printed;
+  int count = 0;
+  for (const KernelInfo* first : registry.all()) {
+    const auto id = std::make_pair(first->key, static_cast<int>(first->device));
+    if (printed.count(id)) continue;
+    if (!ops.empty() && !key_selected(first->key, ops)) continue;
+    if (only_device >= 0 && id.second != only_device) continue;
+    printed.insert(id);
+    const std::vector<const KernelInfo*>& order = registry.candidates(first->key, first->device);
+    for (const KernelInfo* k : order) {
+      const std::string stage = k->key.size() > k->op.size() ? k->key.substr(k->op.size() + 1) : "forward";
+      std::fprintf(out, "%-14s %-16s %-5s %-20s %4d %-7s %-26s %s\n", k->op.c_str(), stage.c_str(),
+                   device_type_name(k->device), k->name.c_str(), k->priority, k == order.front() ? "*" : "",
+                   signature_of(*k).c_str(), k->description.c_str());
+      ++count;
+    }
+  }
+  if (count == 0)
+    std::fprintf(out, "(no kernel of %s on %s in this build)\n", ops.empty() ? "any op" : "these ops", device.c_str());
+  std::fprintf(out,
+               "\n* = default: dispatch tries the kernels of a key in this order (highest priority first, unless\n"
+               "MINIDL_KERNELS or --kernel OP=NAME selects another) and the first that accepts the call serves it.\n"
+               "Signatures: ops/kernel_signatures.h. Adding a kernel: docs/adding-a-kernel.md.\n");
+}
+
+}  // namespace minidl
