@@ -19,26 +19,26 @@ void agree_or_throw(const std::string& my_problem, const std::string& what) {
   if (!listed.empty()) throw JobError(str_cat(what, ": ", listed));
 }
 
-int report_error(const std::exception& e, const std::string& program) {
+int report_error(const std::exception& e, const std::string& program, int status) {
   std::fflush(stdout);
   const std::string prefix = program + ": ";
   const std::string message = e.what();
   // Messages that already name the program are not prefixed twice.
   const std::string text = message.rfind(prefix, 0) == 0 ? message : prefix + message;
   const bool in_job = process_layer_started() && process_info().world_size > 1;
-  if (dynamic_cast<const JobError*>(&e)) {  // every rank has it: say it once, end normally
+  if (const auto* job_error = dynamic_cast<const JobError*>(&e)) {  // every rank has it: say it once, end normally
     if (!in_job || process_info().rank == 0) std::fprintf(stderr, "%s\n", text.c_str());
-    return 1;
+    return job_error->exit_status();
   }
   if (!in_job) {
     std::fprintf(stderr, "%s\n", text.c_str());
-    return 1;
+    return status;
   }
   const ProcessInfo& p = process_info();
   std::fprintf(stderr, "%srank %d (host %s): %s\n%s: ending all %d processes of the job\n", prefix.c_str(), p.rank,
                p.host.c_str(), text.substr(prefix.size()).c_str(), program.c_str(), p.world_size);
   std::fflush(stderr);
-  abort_job(1);
+  abort_job(status);
 }
 
 }  // namespace dist

@@ -38,10 +38,15 @@ std::vector<std::string> all_gather_strings(const std::string& mine);
 void broadcast_bytes(void* data, size_t n, int root);
 
 // An error every rank raises together: one or more ranks found a problem and all of them stop, so no
-// rank is left waiting in a collective. Programs print it once (rank 0) and exit normally.
+// rank is left waiting in a collective. Programs print it once (rank 0) and every rank exits normally
+// with `exit_status` (1; 3 when training diverged: examples/train_guard.h).
 class JobError : public Error {
  public:
-  using Error::Error;
+  explicit JobError(const std::string& what, int exit_status = 1) : Error(what), exit_status_(exit_status) {}
+  int exit_status() const { return exit_status_; }
+
+ private:
+  int exit_status_;
 };
 
 // Every rank passes "" or the reason it cannot go on; when any rank has a reason, every rank throws a
@@ -50,10 +55,11 @@ class JobError : public Error {
 void agree_or_throw(const std::string& my_problem, const std::string& what);
 
 // For a program's top-level catch: prints "<program>: <message>" to stderr (a JobError on rank 0 only;
-// other errors on every rank, with the rank) and returns the exit status 1. An error that was not a
-// JobError in a job of several processes ends the whole job (MPI_Abort): the other ranks may be waiting
-// for this one in a collective and would otherwise wait forever.
-int report_error(const std::exception& e, const std::string& program);
+// other errors on every rank, with the rank) and returns the exit status: a JobError's own, else
+// `status`. An error that was not a JobError in a job of several processes ends the whole job
+// (MPI_Abort with `status`): the other ranks may be waiting for this one in a collective and would
+// otherwise wait forever.
+int report_error(const std::exception& e, const std::string& program, int status = 1);
 
 }  // namespace dist
 }  // namespace minidl

@@ -11,7 +11,10 @@
 #          1e-5; only the order of the sums differs) and the same accuracies; its checkpoint, saved by
 #          rank 0, must evaluate to its own final test loss.
 # Then the start-up checks: a world size that does not divide --batch, and ranks given different flags,
-# must fail on every rank with a clear message. Exit 77 (skipped) without mpirun (tests/mpirun.sh).
+# must fail on every rank with a clear message.
+# Last, a diverging job (--lr 1e38, 93 steps per epoch: the ranks agree at step 64): every rank must exit
+# with status 3 (none left waiting in a collective), and the file saved earlier must stay as it was.
+# Exit 77 (skipped) without mpirun (tests/mpirun.sh).
 set -u
 bin=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,4 +80,23 @@ grep -q "cannot be split evenly over 3 processes" "$dir/three.log" || fail "no c
 bash "$here/mpirun.sh" 1 "$bin" "${flags[@]}" --distributed --lr 0.001 : -np 1 "$bin" "${flags[@]}" --distributed \
   >"$dir/mixed.log" 2>&1 && fail "ranks with different flags were accepted"
 grep -q "started with different flags" "$dir/mixed.log" || fail "no clear message for different flags"
-echo "OK: 2 processes train like one (losses within 1e-5 relative, the same accuracies); checks refuse bad jobs"
+
+echo "== a diverging job (--lr 1e38): every rank stops with status 3; rank 0's file stays as it was"
+cp -p "$dir/two.ckpt" "$dir/good.ckpt"
+# Each rank runs under a shell that records its exit status; `timeout` turns a hang into a failure.
+timeout 600 bash "$here/mpirun.sh" 2 bash -c '"$@"; s=$?; echo $s >"$0.$OMPI_COMM_WORLD_RANK"; exit $s' \
+  "$dir/nan.status" "$bin" train --data "$dir/data" --device cpu --epochs 2 --batch 4 --seed 3 --schedule none \
+  --lr 1e38 --distributed --save "$dir/two.ckpt" \
+  >"$dir/nan.log" 2>&1
+rc=$?
+[ $rc -ne 124 ] || fail "the diverging job hung"
+for r in 0 1; do
+  [ "$(cat "$dir/nan.status.$r" 2>/dev/null)" = 3 ] || fail "rank $r of the diverging job exited with status" \
+    "'$(cat "$dir/nan.status.$r" 2>/dev/null)', not 3 (mpirun: $rc)"
+done
+grep -q "training diverged on rank [01] of 2: the loss is nan at step [0-9]* (learning rate 1e+38)" "$dir/nan.log" ||
+  fail "the message does not name the rank, the step, the loss and the learning rate"
+cmp "$dir/two.ckpt" "$dir/good.ckpt" || fail "the diverging job changed the saved model"
+ls "$dir" | grep -q "tmp-" && fail "temporary files were left: $(ls "$dir")"
+echo "OK: 2 processes train like one (losses within 1e-5 relative, the same accuracies); checks refuse bad jobs;"
+echo "    a diverging job stops on every rank with status 3"

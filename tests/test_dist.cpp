@@ -5,7 +5,8 @@
 //         of one rank (buckets, overlap, gradients identical to plain training).
 // [mpi]   collectives between processes: ctest runs them as `mpirun -np 2 minidl_tests "[mpi]"`
 //         (tests/dist_test.sh; they hold for any number of processes, one included). all_reduce of
-//         every dtype, broadcast, barrier, the async sum, the job-wide error, and the central claim:
+//         every dtype, broadcast, barrier, the async sum, the job-wide errors (the divergence
+//         guard's agreement, examples/train_guard.h), and the central claim:
 //         W processes train a small CNN (with dropout, a last batch split unevenly) through the same
 //         losses and weights as one process with the same global batch and seed, to float tolerance.
 // [cuda]  the nccl backend with a real NCCL communicator (one rank in a plain run, no MPI needed): the
@@ -19,7 +20,9 @@
 #include "core/random.h"
 #include "dist/communicator.h"
 #include "dist/data_parallel.h"
+#include "dist/launch.h"
 #include "dist/process.h"
+#include "examples/train_guard.h"
 #include "nn/data.h"
 #include "nn/layers.h"
 #include "nn/optim.h"
@@ -308,6 +311,15 @@ TEST_CASE("DataParallel: bucket layout and overlap switch", "[dist]") {
   CHECK_THROWS_WITH(one_bucket.begin_step(3, 4), Catch::Contains("its part is 4"));
 }
 
+TEST_CASE("DivergenceGuard: alone, the first non-finite loss throws at once", "[dist]") {
+  examples::DivergenceGuard guard("");
+  CHECK_NOTHROW(guard.check_loss(0.5, 1, 1e-3));
+  CHECK_THROWS_AS(guard.check_loss(INFINITY, 2, 1e-3), NonFiniteError);
+  CHECK_THROWS_WITH(guard.check_loss(INFINITY, 2, 1e-3),
+                    Catch::StartsWith("training diverged: the loss is inf at step 2 (learning rate 0.001)"));
+  CHECK_NOTHROW(guard.agree());
+}
+
 // ================================================================== collectives, for every backend
 
 namespace {
@@ -399,6 +411,34 @@ TEST_CASE("mpi: a problem on one rank stops every rank with the same JobError", 
   CHECK_THROWS_AS(dist::agree_or_throw(mine, "setup"), dist::JobError);
   CHECK_THROWS_WITH(dist::agree_or_throw(mine, "setup"), expected);
   CHECK_NOTHROW(dist::agree_or_throw("", "setup"));
+}
+
+TEST_CASE("mpi: a loss that diverged on one rank stops every rank together, with exit status 3", "[mpi]") {
+  const dist::ProcessInfo& p = dist::process_info();
+  dist::DistributedRun job;
+  job.rank = p.rank;
+  job.world_size = p.world_size;
+  examples::DivergenceGuard guard("m.ckpt", &job);
+  guard.saved(2);
+  guard.check_loss(1.5, 10, 0.1);
+  CHECK_NOTHROW(guard.agree());
+  // The last rank's loss goes bad at step 12 and rank 0's at step 13 (with one rank: both, 12 first).
+  // Noting does not throw; agree() throws on every rank, naming the earliest.
+  const int last = p.world_size - 1;
+  if (p.rank == last) CHECK_NOTHROW(guard.check_loss(std::nan(""), 12, 0.1));
+  if (p.rank == 0) CHECK_NOTHROW(guard.check_loss(INFINITY, 13, 0.1));
+  const std::string where = p.world_size > 1 ? " on rank " + std::to_string(last) + " of " +
+                                                   std::to_string(p.world_size)
+                                             : "";
+  try {
+    guard.agree();
+    FAIL("no JobError");
+  } catch (const dist::JobError& e) {
+    CHECK(e.exit_status() == examples::kExitNonFinite);
+    CHECK_THAT(e.what(), Catch::StartsWith("training diverged" + where +
+                                           ": the loss is nan at step 12 (learning rate 0.1). Stopped. m.ckpt "
+                                           "keeps epoch 2, the last good one."));
+  }
 }
 
 TEST_CASE("mpi: W processes train like one process with the same global batch and seed", "[mpi]") {

@@ -37,9 +37,9 @@ int main(int argc, char** argv) {
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
   } catch (const minidl::NonFiniteError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "captcha: %s\n", e.what());
-    return examples::kExitNonFinite;
+    // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
+    // a job, when only this rank found it, the whole job ends with that status.
+    return minidl::dist::report_error(e, "captcha", examples::kExitNonFinite);
   } catch (const std::exception& e) {
     // "captcha: <message>" (the generator's own errors already start so); in a --distributed job, an error
     // of this rank alone ends the whole job (dist/process.h).

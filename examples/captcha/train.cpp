@@ -34,7 +34,8 @@
 // and batch-norm statistics averaged before each validation; only rank 0 prints, writes, checks the save
 // path and saves. Batch norm normalises over each rank's part (no synchronised batch norm). A file saved
 // by a job of any size resumes in a job of any size that divides --batch (--resume FILE must be readable
-// on every rank).
+// on every rank). A NaN or infinite loss on any rank stops every rank together, exit status 3
+// (examples/train_guard.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -203,10 +204,11 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
 }
 
 // Losses of recent steps, kept on the device and read in one go (a read waits for the GPU). Each read
-// loss is checked by the guard, which throws at the first that is not finite.
+// loss is checked by the guard, which stops at the first that is not finite (in a --distributed job, at
+// the guard's next agree()).
 class LossLog {
  public:
-  explicit LossLog(const examples::DivergenceGuard& guard) : guard_(guard) {}
+  explicit LossLog(examples::DivergenceGuard& guard) : guard_(guard) {}
   // `step` (1-based over the run) and `lr` (that step's learning rate) are for the guard's message.
   void add(const Tensor& loss, int64_t samples, int64_t step, double lr) {
     pending_.push_back(loss.detach().reshape({1}));
@@ -236,7 +238,7 @@ class LossLog {
   }
 
  private:
-  const examples::DivergenceGuard& guard_;
+  examples::DivergenceGuard& guard_;
   std::vector<Tensor> pending_;
   std::vector<int64_t> pending_samples_;
   std::vector<std::pair<int64_t, double>> pending_steps_;  // (step, lr) of each loss
@@ -407,7 +409,7 @@ int run_train(const TrainArgs& a) {
   }
 
   EvalResult val;
-  examples::DivergenceGuard guard(save_path);
+  examples::DivergenceGuard guard(save_path, job.get());
   int64_t step = start.step, epochs_this_run = 0;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
@@ -434,17 +436,23 @@ int run_train(const TrainArgs& a) {
                                                         ctc_targets_to_text(batch.targets, data.charset));
         progress.update(epoch_step, losses.samples(), losses.mean(), batch_accuracy);
       }
+      if (job && step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
+        losses.flush();
+        guard.agree();
+      }
       if (epoch_step == epoch_steps) break;
     }
     losses.flush();
+    if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, checked, used and saved from here
     guard.check_model(*model, epoch, step, optimizer.lr());
+    guard.agree();
     if (dp) losses.sum_over_ranks(*dp);
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
-    if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, used and saved from here
     val = evaluate(*model, val_loader, data.charset, device, "validation");
     if (dp) val = sum_over_ranks(val, *dp);
-    guard.check_eval_loss(val.loss, "validation", epoch);
+    guard.check_eval_loss(val.loss, "validation", epoch, step);
+    guard.agree();
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = static_cast<double>(losses.samples()) / train_seconds;
 
@@ -471,16 +479,18 @@ int run_train(const TrainArgs& a) {
                       {"batch_size", a.batch},
                       {"rnn", rnn_kind_name(config.rnn)},
                       {"gru", gru_shown}});
-    if (!save_path.empty() && root) {
-      std::map<std::string, std::string> meta = settings;
-      meta["seed"] = std::to_string(a.seed);
-      meta["epoch"] = std::to_string(epoch);
-      meta["step"] = std::to_string(step);
-      meta["random_offset"] = std::to_string(current_random_offset());
-      meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
-      save_checkpoint(save_path, *model, &optimizer, meta);
-      guard.saved(epoch);
-      std::printf("captcha: saved %s\n", save_path.c_str());
+    if (!save_path.empty()) {
+      if (root) {
+        std::map<std::string, std::string> meta = settings;
+        meta["seed"] = std::to_string(a.seed);
+        meta["epoch"] = std::to_string(epoch);
+        meta["step"] = std::to_string(step);
+        meta["random_offset"] = std::to_string(current_random_offset());
+        meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
+        save_checkpoint(save_path, *model, &optimizer, meta);
+        std::printf("captcha: saved %s\n", save_path.c_str());
+      }
+      guard.saved(epoch);  // every rank: a later divergence message says what the file holds
     }
     std::fflush(stdout);
     if (a.stop_after_epochs > 0 && ++epochs_this_run == a.stop_after_epochs && epoch < epochs &&

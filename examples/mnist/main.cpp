@@ -26,7 +26,7 @@
 // --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
 // over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
-// saves.
+// saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h).
 // Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged).
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -75,11 +75,11 @@ Device choose_device(const std::string& flag) { return minidl::choose_device(fla
 
 // Collects per-batch loss and predictions without reading them back every step (a read from a GPU
 // waits for it); flush() reads what has accumulated, when a progress line or the epoch's end needs it.
-// With a guard (training), flush() also checks each loss and throws at the first that is not finite,
-// naming its step and learning rate.
+// With a guard (training), flush() also hands each loss to it, which stops at the first that is not finite,
+// naming its step and learning rate (in a --distributed job, at the guard's next agree()).
 class RunningStats {
  public:
-  explicit RunningStats(const examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
+  explicit RunningStats(examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
   // `step` (1-based over the run) and `lr` (the learning rate of that step) are for the guard's message.
   void add(const Tensor& loss, const Tensor& logits, const Tensor& cpu_targets, int64_t step = 0, double lr = 0) {
     losses_.push_back(loss.detach().reshape({1}));
@@ -119,7 +119,7 @@ class RunningStats {
   }
 
  private:
-  const examples::DivergenceGuard* guard_;
+  examples::DivergenceGuard* guard_;
   std::vector<Tensor> losses_, predictions_, targets_;
   std::vector<std::pair<int64_t, double>> steps_;  // (step, lr) of each loss
   double loss_sum_ = 0;
@@ -263,7 +263,7 @@ int train(const TrainFlags& f) {
   std::fflush(stdout);
 
   EvalResult test;
-  examples::DivergenceGuard guard(f.save);
+  examples::DivergenceGuard guard(f.save, job.get());
   int64_t run_step = 0;
   for (int epoch = 1; epoch <= f.epochs; ++epoch) {
     model->train();
@@ -284,16 +284,22 @@ int train(const TrainFlags& f) {
         stats.flush();
         progress.update(step, stats.count(), stats.mean_loss(), stats.accuracy());
       }
+      if (job && run_step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
+        stats.flush();
+        guard.agree();
+      }
     }
     stats.flush();
+    if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any: checked, evaluated, saved
     guard.check_model(*model, epoch, run_step, optimizer.lr());
+    guard.agree();
     if (dp) stats.sum_over_ranks(*dp);
     if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
-    if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any
     test = evaluate(*model, test_loader, device, dp.get());
-    guard.check_eval_loss(test.loss, "test", epoch);
+    guard.check_eval_loss(test.loss, "test", epoch, run_step);
+    guard.agree();
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = stats.count() / train_seconds;
 
@@ -315,14 +321,16 @@ int train(const TrainFlags& f) {
                       {"device", device.str()},
                       {"batch_size", f.batch},
                       {"lr", optimizer.lr()}});
-    if (!f.save.empty() && root) {
-      save_checkpoint(f.save, *model, &optimizer,
-                      {{"model", mnist::kModelName},
-                       {"epoch", std::to_string(epoch)},
-                       {"test_accuracy", std::to_string(test.accuracy)},
-                       {"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}});
-      guard.saved(epoch);
-      std::printf("mnist: saved %s\n", f.save.c_str());
+    if (!f.save.empty()) {
+      if (root) {
+        save_checkpoint(f.save, *model, &optimizer,
+                        {{"model", mnist::kModelName},
+                         {"epoch", std::to_string(epoch)},
+                         {"test_accuracy", std::to_string(test.accuracy)},
+                         {"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}});
+        std::printf("mnist: saved %s\n", f.save.c_str());
+      }
+      guard.saved(epoch);  // every rank: a later divergence message says what the file holds
     }
   }
   std::printf("final test accuracy: %s (%lld/%lld)\n", percent(test.accuracy).c_str(),
@@ -481,9 +489,9 @@ int main(int argc, char** argv) {
     if (*predict_cmd) return predict(model_path, images, device, kernels);
     if (*bench_cmd.app) return bench_cmd.run();
   } catch (const NonFiniteError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "mnist: %s\n", e.what());
-    return examples::kExitNonFinite;
+    // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
+    // a job, when only this rank found it, the whole job ends with that status.
+    return dist::report_error(e, "mnist", examples::kExitNonFinite);
   } catch (const std::exception& e) {
     return dist::report_error(e, "mnist");  // "mnist: <message>"; in a job, ends the job when only this rank failed
   }
