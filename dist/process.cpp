@@ -19,6 +19,20 @@ void agree_or_throw(const std::string& my_problem, const std::string& what) {
   if (!listed.empty()) throw JobError(str_cat(what, ": ", listed));
 }
 
+void run_on_root(const std::function<void()>& work) {
+  std::string problem;
+  if (process_info().rank == 0) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      problem = e.what();
+      if (problem.empty()) problem = "failed (an error without a message)";
+    }
+  }
+  const std::string root_problem = all_gather_strings(problem)[0];
+  if (!root_problem.empty()) throw JobError(root_problem);
+}
+
 int report_error(const std::exception& e, const std::string& program, int status) {
   std::fflush(stdout);
   const std::string prefix = program + ": ";

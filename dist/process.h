@@ -12,6 +12,7 @@
 #pragma once
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ class JobError : public Error {
 // JobError: "<what>: rank 1 (host h): <reason>; rank 3 (host h): <reason>" (one rank: "<what>: <reason>"
 // in a job of one). Collective.
 void agree_or_throw(const std::string& my_problem, const std::string& what);
+
+// Runs `work` on rank 0 alone (its effects must happen once: checking and cleaning the folder a file will
+// be saved to, say) and shares the outcome: when it throws, every rank throws a JobError with its
+// message. Collective.
+void run_on_root(const std::function<void()>& work);
 
 // For a program's top-level catch: prints "<program>: <message>" to stderr (a JobError on rank 0 only;
 // other errors on every rank, with the rank) and returns the exit status: a JobError's own, else

@@ -10,8 +10,8 @@
 #   two    mpirun -np 2 mnist train --distributed  must give the same losses to float tolerance (relative
 #          1e-5; only the order of the sums differs) and the same accuracies; its checkpoint, saved by
 #          rank 0, must evaluate to its own final test loss.
-# Then the start-up checks: a world size that does not divide --batch, and ranks given different flags,
-# must fail on every rank with a clear message.
+# Then the start-up checks: a world size that does not divide --batch, ranks given different flags, and a
+# --save folder that does not exist (checked by rank 0 alone) must fail on every rank with a clear message.
 # Last, a diverging job (--lr 1e38, 93 steps per epoch: the ranks agree at step 64): every rank must exit
 # with status 3 (none left waiting in a collective), and the file saved earlier must stay as it was.
 # Exit 77 (skipped) without mpirun (tests/mpirun.sh).
@@ -80,6 +80,11 @@ grep -q "cannot be split evenly over 3 processes" "$dir/three.log" || fail "no c
 bash "$here/mpirun.sh" 1 "$bin" "${flags[@]}" --distributed --lr 0.001 : -np 1 "$bin" "${flags[@]}" --distributed \
   >"$dir/mixed.log" 2>&1 && fail "ranks with different flags were accepted"
 grep -q "started with different flags" "$dir/mixed.log" || fail "no clear message for different flags"
+bash "$here/mpirun.sh" 2 "$bin" "${flags[@]}" --distributed --save "$dir/nope/m.ckpt" >"$dir/nosave.log" 2>&1 &&
+  fail "a --save folder that does not exist was accepted"
+[ "$(grep -c "the folder '$dir/nope' does not exist" "$dir/nosave.log")" -eq 1 ] ||
+  fail "a bad --save path is not reported once (by rank 0)"
+grep -q "^epoch 1/" "$dir/nosave.log" && fail "training started before the --save path was refused"
 
 echo "== a diverging job (--lr 1e38): every rank stops with status 3; rank 0's file stays as it was"
 cp -p "$dir/two.ckpt" "$dir/good.ckpt"

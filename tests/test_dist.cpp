@@ -5,8 +5,8 @@
 //         of one rank (buckets, overlap, gradients identical to plain training).
 // [mpi]   collectives between processes: ctest runs them as `mpirun -np 2 minidl_tests "[mpi]"`
 //         (tests/dist_test.sh; they hold for any number of processes, one included). all_reduce of
-//         every dtype, broadcast, barrier, the async sum, the job-wide errors (the divergence
-//         guard's agreement, examples/train_guard.h), and the central claim:
+//         every dtype, broadcast, barrier, the async sum, the job-wide errors (run_on_root, the
+//         divergence guard's agreement, examples/train_guard.h), and the central claim:
 //         W processes train a small CNN (with dropout, a last batch split unevenly) through the same
 //         losses and weights as one process with the same global batch and seed, to float tolerance.
 // [cuda]  the nccl backend with a real NCCL communicator (one rank in a plain run, no MPI needed): the
@@ -411,6 +411,21 @@ TEST_CASE("mpi: a problem on one rank stops every rank with the same JobError", 
   CHECK_THROWS_AS(dist::agree_or_throw(mine, "setup"), dist::JobError);
   CHECK_THROWS_WITH(dist::agree_or_throw(mine, "setup"), expected);
   CHECK_NOTHROW(dist::agree_or_throw("", "setup"));
+}
+
+TEST_CASE("mpi: run_on_root runs its work on rank 0 alone and stops every rank when it fails", "[mpi]") {
+  const dist::ProcessInfo& p = dist::process_info();
+  int runs = 0;
+  dist::run_on_root([&] { ++runs; });
+  CHECK(runs == (p.rank == 0 ? 1 : 0));
+  const std::string message = "--save 'out/m.ckpt': the folder 'out' does not exist";
+  try {
+    dist::run_on_root([&] { throw Error(message); });
+    FAIL("no JobError");
+  } catch (const dist::JobError& e) {
+    CHECK(std::string(e.what()) == message);
+    CHECK(e.exit_status() == 1);
+  }
 }
 
 TEST_CASE("mpi: a loss that diverged on one rank stops every rank together, with exit status 3", "[mpi]") {

@@ -314,13 +314,20 @@ int run_train(const TrainArgs& a) {
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
   const Shard shard = job ? Shard{job->rank, job->world_size} : Shard{};
-  // The save path is checked before any work (a missing folder should not cost an epoch); in a job by
-  // rank 0, which alone saves (two ranks' clean-ups of stale temporary files could remove each other's).
-  if (!save_path.empty() && root) {
-    const SavePath save = prepare_checkpoint_path(save_path, a.save.empty() ? "--resume" : "--save");
-    if (save.stale_removed > 0)
-      std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
-                  save.target.c_str());
+  // The save path is checked before any work (a missing folder should not cost an epoch). In a job, rank 0
+  // alone checks it and removes stale temporary files (it alone saves; two ranks' clean-ups could remove
+  // each other's files), and every rank stops if the check fails.
+  if (!save_path.empty()) {
+    const auto check_save_path = [&] {
+      const SavePath save = prepare_checkpoint_path(save_path, a.save.empty() ? "--resume" : "--save");
+      if (save.stale_removed > 0)
+        std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n",
+                    save.stale_removed, save.target.c_str());
+    };
+    if (job)
+      dist::run_on_root(check_save_path);
+    else
+      check_save_path();
   }
   const Device device = job ? job->device : choose_device(a.device);
   const int threads = thread_count(a.threads);

@@ -195,13 +195,20 @@ int train(const TrainFlags& f) {
   if (f.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
-  // The --save path is checked before any work (a missing folder should not cost an epoch); in a job by
-  // rank 0, which alone saves (two ranks' clean-ups of stale temporary files could remove each other's).
-  if (!f.save.empty() && root) {
-    const SavePath save = prepare_checkpoint_path(f.save, "--save");
-    if (save.stale_removed > 0)
-      std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
-                  save.target.c_str());
+  // The --save path is checked before any work (a missing folder should not cost an epoch). In a job,
+  // rank 0 alone checks it and removes stale temporary files (it alone saves; two ranks' clean-ups could
+  // remove each other's files), and every rank stops if the check fails.
+  if (!f.save.empty()) {
+    const auto check_save_path = [&] {
+      const SavePath save = prepare_checkpoint_path(f.save, "--save");
+      if (save.stale_removed > 0)
+        std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
+                    save.target.c_str());
+    };
+    if (job)
+      dist::run_on_root(check_save_path);
+    else
+      check_save_path();
   }
   const Device device = job ? job->device : choose_device(f.device);
   const std::string dir = find_mnist_dir(f.data);
