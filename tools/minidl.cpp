@@ -1,7 +1,8 @@
 // tools/minidl.cpp — the `minidl` command: inspect the build and the dispatch table, and time kernels.
 //   minidl kernels [--op OP]... [--device cpu|cuda]   every registered kernel: op, stage, device, name,
 //                                                      priority, default, signature, description
-//   minidl info                                        devices, driver/runtime/library versions, build
+//   minidl info                                        devices, driver/runtime/library versions, build,
+//                                                      dist backends
 //   minidl bench [--op OP]... [--kernel NAME]... [--device cpu|cuda] [--shape KEY:SPEC]... [--repeat N]
 //                [--json FILE] [--svg FILE]            every kernel of every key, timed and checked
 //                                                      (tools/bench/, docs/benchmarks.md)
@@ -10,6 +11,7 @@
 
 #include "core/dispatch.h"
 #include "core/info.h"
+#include "dist/communicator.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
 #include "tools/kernel_table.h"
@@ -76,6 +78,7 @@ int main(int argc, char** argv) {
     }
     if (*info) {
       std::fputs(system_info_report().c_str(), stdout);
+      std::fputs(("\n" + dist::info_report()).c_str(), stdout);
       return 0;
     }
   } catch (const std::exception& e) {
