@@ -46,8 +46,9 @@ std::string thousands(double v) {
 
 std::string seconds_text(double s) { return printf_text(s < 10 ? "%.2f" : s < 100 ? "%.1f" : "%.0f", s); }
 
-// "42 s", "12 min", "1.5 h": for estimates.
+// "1.7 s", "42 s", "12 min", "1.5 h": for estimates.
 std::string duration_text(double s) {
+  if (s < 10) return printf_text("%.1f s", s);
   if (s < 120) return printf_text("%.0f s", s);
   if (s < 7200) return printf_text("%.0f min", s / 60);
   return printf_text("%.1f h", s / 3600);
@@ -203,8 +204,8 @@ std::string comparison_table(const Comparison& c) {
   }
   if (limited)
     t << "\n\\* The CPU run was limited to " << thousands(c.cpu.images_per_epoch())
-      << " training images per epoch (--cpu-limit "
-      << c.cpu_limit << "): its loss and accuracy come from less training and are not comparable with "
+      << " training images per epoch (--cpu-limit " << c.cpu_limit
+      << "): its loss and accuracy come from less training and are not comparable with "
       << (c.has_gpu ? "the GPU run's" : "a full run's") << ". The speed-up is per image, from images/s, and "
       << "stays comparable.\n";
   else if (limit_given)
