@@ -6,12 +6,14 @@
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
+#   make compare  deps, build, data, then `minidl compare`: the MNIST CNN on the GPU and on the CPU, side by side
+#                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
 #   make clean    remove build/
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure deps test data mnist captcha clean
+.PHONY: all configure deps test data mnist captcha compare clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -34,6 +36,9 @@ mnist: deps all data
 captcha: deps all
 	$(BUILD)/bin/captcha train --save captcha.ckpt $(CAPTCHA_FLAGS)
 	$(BUILD)/bin/captcha eval --model captcha.ckpt
+
+compare: deps all data
+	$(BUILD)/bin/minidl compare $(COMPARE_FLAGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -474,6 +474,7 @@ int run_train(const TrainArgs& a) {
     if (metrics)
       metrics->write({{"epoch", epoch},
                       {"step", step},
+                      {"images", losses.samples()},
                       {"loss", losses.mean()},
                       {"val_loss", val.loss},
                       {"val_accuracy", val.sequence_accuracy},

@@ -12,9 +12,9 @@
 // warm-up, then cosine decay to almost zero over the whole run: the decay is what lifts a 3-epoch run
 // from about 98.9% to 99%+ test accuracy), seed 1, every training image. --schedule cosine decays from
 // --lr per batch, step multiplies it by 0.7 each epoch (PyTorch's MNIST example), none keeps it.
-// --metrics writes per epoch: epoch, train_loss, train_accuracy, test_loss, test_accuracy, seconds (the
-// epoch's wall time, test included), train_seconds, images_per_second (training images / train_seconds),
-// device, batch_size, lr.
+// --metrics writes per epoch: epoch, step (optimizer steps so far), images (training images this epoch),
+// train_loss, train_accuracy, test_loss, test_accuracy, seconds (the epoch's wall time, test included),
+// train_seconds, images_per_second (images / train_seconds), device, batch_size, lr.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard.
 // Reliability: flags, MINIDL_* variables, the data and the --save path are checked before training starts;
@@ -318,6 +318,8 @@ int train(const TrainFlags& f) {
     progress.finish(summary);
     if (metrics)
       metrics->write({{"epoch", epoch},
+                      {"step", run_step},
+                      {"images", stats.count()},
                       {"train_loss", stats.mean_loss()},
                       {"train_accuracy", stats.accuracy()},
                       {"test_loss", test.loss},
