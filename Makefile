@@ -6,12 +6,14 @@
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
+#   make exercise N=3   build and run the checker of the course's exercise 3 on your file (docs/course/README.md);
+#                       ARGS="--no-bench" skips the timing
 #   make clean    remove build/
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure deps test data mnist captcha clean
+.PHONY: all configure deps test data mnist captcha exercise clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -34,6 +36,15 @@ mnist: deps all data
 captcha: deps all
 	$(BUILD)/bin/captcha train --save captcha.ckpt $(CAPTCHA_FLAGS)
 	$(BUILD)/bin/captcha eval --model captcha.ckpt
+
+# The exercise's number without leading zeros (N=03 and N=3 are the same exercise).
+EXERCISE = $(shell echo "$(N)" | sed 's/^0*//')
+
+exercise: configure
+	@if [ -z "$(EXERCISE)" ]; then \
+	  echo "usage: make exercise N=<number>   (the exercises: exercises/README.md)"; ls -d exercises/[0-9]*; exit 2; fi
+	cmake --build $(BUILD) -j $(JOBS) --target exercise_$(EXERCISE)
+	$(BUILD)/bin/exercise_$(EXERCISE) $(ARGS)
 
 clean:
 	rm -rf $(BUILD)
