@@ -22,6 +22,7 @@ struct FunctionNode final : Node {
 };
 
 // The node that ends every path at a leaf: adds the incoming gradient into leaf.grad.
+// [doc:accumulate_grad] quoted by docs/course/02-autograd.md
 struct AccumulateGrad final : Node {
   std::shared_ptr<TensorImpl> leaf;
   grads apply(const Tensor& g) override {
@@ -31,6 +32,7 @@ struct AccumulateGrad final : Node {
     return {};
   }
 };
+// [/doc:accumulate_grad]
 
 std::shared_ptr<Node> edge_to(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return nullptr;
@@ -100,6 +102,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     }
   }
 
+  // [doc:backward_walk] quoted by docs/course/02-autograd.md
   std::unordered_map<Node*, Tensor> pending{{start.get(), seed}};
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
@@ -122,6 +125,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
         slot->second = add(slot->second, gi);
     }
   }
+  // [/doc:backward_walk]
 }
 
 Tensor& Tensor::requires_grad_(bool value) {

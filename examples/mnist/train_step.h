@@ -17,11 +17,13 @@ struct TrainStep {
 inline TrainStep train_step(minidl::Module& model, minidl::Optimizer& optimizer, const minidl::Tensor& inputs,
                             const minidl::Tensor& targets) {
   TrainStep s;
+  // [doc:train_step] quoted by docs/course/08-training-mnist.md
   s.logits = model(inputs);
   s.loss = minidl::cross_entropy(s.logits, targets);
   optimizer.zero_grad();
   s.loss.backward();
   optimizer.step();
+  // [/doc:train_step]
   return s;
 }
 
