@@ -29,7 +29,7 @@ std::string compare(const Tensor& got, const Tensor& ref, double rtol, double at
   }
   const std::vector<double> g = got.to_vector<double>(), r = ref.to_vector<double>();
   double max_err = 0;
-  int shown = 0, bad = 0;
+  int shown = 0, bad = 0, nan_mismatches = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     const double err = std::fabs(g[i] - r[i]);
     // Equal values agree, infinities of the same sign included (their difference is NaN).
@@ -37,6 +37,7 @@ std::string compare(const Tensor& got, const Tensor& ref, double rtol, double at
     if (!std::isnan(err)) max_err = std::max(max_err, err);
     if (!ok || std::isnan(g[i]) != std::isnan(r[i])) {
       ++bad;
+      if (std::isnan(err)) ++nan_mismatches;
       if (shown++ < 5) {
         os << "  [" << i << "]";
         if (got.dim() > 1) os << " at " << index_str(got.shape(), static_cast<int64_t>(i));
@@ -46,8 +47,9 @@ std::string compare(const Tensor& got, const Tensor& ref, double rtol, double at
   }
   if (bad == 0) return "";
   std::ostringstream head;
-  head << bad << " of " << g.size() << " elements differ (max abs error " << max_err << ", rtol " << rtol
-       << ", atol " << atol << "):\n"
+  head << bad << " of " << g.size() << " elements differ (max abs error " << max_err;
+  if (nan_mismatches > 0) head << " where both are numbers; " << nan_mismatches << " with a NaN or an infinity";
+  head << ", rtol " << rtol << ", atol " << atol << "):\n"
        << os.str();
   return head.str();
 }

@@ -67,10 +67,15 @@ std::string check_copy(const Tensor& src, Tensor dst, bool may_decline = false) 
   }
   const std::string diff = testing::compare(dst, expected, 0, 0);
   if (diff.empty()) return "";
+  bool unwritten = false;
+  for (double v : dst.to_vector<double>()) unwritten = unwritten || v == -777.0;
+  const std::string hint =
+      unwritten ? "Elements still -777 were never written: does the loop cover every position, and is the dst offset "
+                  "computed from dst's own shape and strides?"
+                : "Every element was written, some from or to the wrong place. data<T>() already points at element "
+                  "(0, ..., 0) (the view's offset is applied): adding offset() again shifts every read by it.";
   return str_cat("src: shape ", shape_str(src.shape()), ", strides ", shape_str(src.strides()), ", offset ",
-                 src.offset(), "; dst: strides ", shape_str(dst.strides()), ", offset ", dst.offset(), "\n", diff,
-                 "(an element still -777 was never written: is the loop over every position, and the dst offset "
-                 "from dst's own strides?)");
+                 src.offset(), "; dst: strides ", shape_str(dst.strides()), ", offset ", dst.offset(), "\n", diff, hint);
 }
 
 Tensor numbered(const Shape& shape, DType dtype = DType::float32) {

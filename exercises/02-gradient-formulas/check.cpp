@@ -35,7 +35,9 @@ std::string gradcheck_explained(const std::function<Tensor(const std::vector<Ten
     const std::string what = e.what();
     if (what.find("has shape") != std::string::npos)
       return what + "\nEach gradient must have the shape of its input. An input that was broadcast (a [4] used "
-                    "for every row of a [3, 4]) gets the sum of g over the broadcast dimensions: sum_to(t, shape).";
+                    "for every row of a [3, 4]) gets the sum of its contributions over the broadcast dimensions: "
+                    "sum_to(t, shape), taken last, on the whole product (sum_to(g * b / y, b.shape())): a sum_to "
+                    "followed by a product with a full-shape factor is broadcast back to the full shape.";
     throw;
   }
 }

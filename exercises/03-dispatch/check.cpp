@@ -1,6 +1,7 @@
 // exercises/03-dispatch/check.cpp — the checker of exercise 3: the relu kernel "student" is registered, is
 // the CPU's default for relu, computes relu on what it accepts, declines float64 and strided views (which
 // the next kernel then serves), and the dispatch log (MINIDL_LOG_DISPATCH=1) shows both.
+#include <algorithm>
 #include <sstream>
 
 #include "exercises/03-dispatch/relu_dispatch.h"
@@ -30,7 +31,14 @@ Tensor reference_relu(const Tensor& x) {
 
 // Calls relu(x) through the op and checks which kernel served and which declined.
 std::string served_by(const Tensor& x, bool student_should_serve) {
-  const Tensor y = relu(x);
+  Tensor y;
+  try {
+    y = relu(x);
+  } catch (const Error& e) {
+    return str_cat("relu(x ", dtype_name(x.dtype()), ") threw: ", e.what(),
+                   "\nA kernel must check what it cannot handle before it touches the data, and return false: "
+                   "data<float>() on a float64 tensor is an error, not a decline.");
+  }
   const std::string served = last_kernel("relu", DeviceType::cpu);
   const std::vector<std::string> declined = last_declined_kernels("relu", DeviceType::cpu);
   bool student_declined = false;
@@ -57,18 +65,21 @@ std::string served_by(const Tensor& x, bool student_should_serve) {
 
 int main(int argc, char** argv) {
   exercise::Checker c(argc, argv, {3, "a relu kernel in the dispatch table", "exercises/03-dispatch/relu_dispatch.cpp"});
-  const std::string before = relu_table();
   register_student_relu();
 
   c.section("3b  registration");
   c.check("registered for key \"relu\" on the CPU", [] {
     return exercise::registered("relu", DeviceType::cpu, "register_student_relu()");
   });
-  c.check("it is the CPU's default for relu (the first kernel dispatch tries)", [&] {
+  c.check("it is the CPU's default for relu (the first kernel dispatch tries)", [] {
     const auto& order = KernelRegistry::instance().candidates("relu", DeviceType::cpu);
     if (!order.empty() && order.front()->name == kStudent) return std::string();
+    int highest_other = 0;
+    for (const KernelInfo* k : order)
+      if (k->name != kStudent) highest_other = std::max(highest_other, k->priority);
     return str_cat("dispatch tries the CPU relu kernels in this order:\n", relu_table(),
-                   "Give yours a priority above every other (before yours was added:\n", before, ").");
+                   "Kernels of equal priority keep their registration order, and minidl's own are registered before "
+                   "yours: give yours a priority above ", highest_other, ".");
   });
 
   c.section("3a  the kernel, through the op relu(x) (no selection: the priorities decide)");

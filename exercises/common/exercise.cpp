@@ -39,7 +39,9 @@ void on_crash(int signal) {
                                  "a pointer past the end?)"
              : signal == SIGFPE ? "SIGFPE (an integer division by zero?)"
              : signal == SIGBUS ? "SIGBUS (a misaligned or invalid address)"
-                                : "SIGABRT (an assertion or a std::terminate)");
+                                : "SIGABRT (an assertion, an uncaught exception, or the allocator finding its "
+                                  "memory overwritten (\"free(): invalid size\", \"corrupted\"): a write past the end "
+                                  "of a tensor?)");
   write_text("\n       during the check: ");
   write_text(running_check[0] ? running_check : "(before the first check)");
   write_text("\n");
