@@ -6,6 +6,8 @@
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
+#   make compare  deps, build, data, then `minidl compare`: the MNIST CNN on the GPU and on the CPU, side by side
+#                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
 #   make exercise N=3   build and run the checker of the course's exercise 3 on your file (docs/course/README.md);
 #                       ARGS="--no-bench" skips the timing
 #   make clean    remove build/
@@ -13,7 +15,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure deps test data mnist captcha exercise clean
+.PHONY: all configure deps test data mnist captcha compare exercise clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -36,6 +38,9 @@ mnist: deps all data
 captcha: deps all
 	$(BUILD)/bin/captcha train --save captcha.ckpt $(CAPTCHA_FLAGS)
 	$(BUILD)/bin/captcha eval --model captcha.ckpt
+
+compare: deps all data
+	$(BUILD)/bin/minidl compare $(COMPARE_FLAGS)
 
 # The exercise's number without leading zeros (N=03 and N=3 are the same exercise).
 EXERCISE = $(shell echo "$(N)" | sed 's/^0*//')

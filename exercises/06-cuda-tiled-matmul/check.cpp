@@ -2,6 +2,8 @@
 // "student" on cuda against the CPU's naive kernel, on sizes inside one tile, on tile edges and across
 // many tiles, in batches; through the op; then the bench next to the GEMM ladder's v1, v2, v3 and cuBLAS.
 // Without a usable GPU it exits 77 (skipped), after the build has compiled the student's file.
+#include <cmath>
+
 #include "exercises/06-cuda-tiled-matmul/matmul_smem.h"
 #include "exercises/common/exercise.h"
 #include "ops/kernel_signatures.h"
