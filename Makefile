@@ -8,12 +8,14 @@
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
 #   make compare  deps, build, data, then `minidl compare`: the MNIST CNN on the GPU and on the CPU, side by side
 #                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
+#   make exercise N=3   build and run the checker of the course's exercise 3 on your file (docs/course/README.md);
+#                       ARGS="--no-bench" skips the timing
 #   make clean    remove build/
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all configure deps test data mnist captcha compare clean
+.PHONY: all configure deps test data mnist captcha compare exercise clean
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -39,6 +41,15 @@ captcha: deps all
 
 compare: deps all data
 	$(BUILD)/bin/minidl compare $(COMPARE_FLAGS)
+
+# The exercise's number without leading zeros (N=03 and N=3 are the same exercise).
+EXERCISE = $(shell echo "$(N)" | sed 's/^0*//')
+
+exercise: configure
+	@if [ -z "$(EXERCISE)" ]; then \
+	  echo "usage: make exercise N=<number>   (the exercises: exercises/README.md)"; ls -d exercises/[0-9]*; exit 2; fi
+	cmake --build $(BUILD) -j $(JOBS) --target exercise_$(EXERCISE)
+	$(BUILD)/bin/exercise_$(EXERCISE) $(ARGS)
 
 clean:
 	rm -rf $(BUILD)
