@@ -74,7 +74,7 @@ std::vector<double> numbers_of(const std::string& text, const std::string& path)
 
 }  // namespace
 
-RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected) {
+RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums) {
   std::string differences;
   for (const auto& [key, value] : expected) {
     auto it = saved.find(key);
@@ -94,6 +94,8 @@ RunPosition resume_position(const std::string& path, const Metadata& saved, cons
     MINIDL_CHECK(saved.count("epoch_sums"), "--resume ", path, ": saved in the middle of an epoch but without "
                  "'epoch_sums'");
     at.epoch_sums = numbers_of(saved.at("epoch_sums"), path);
+    MINIDL_CHECK(at.epoch_sums.size() == sums, "--resume ", path, ": 'epoch_sums' has ", at.epoch_sums.size(),
+                 " numbers, this program keeps ", sums);
   }
   minidl::set_random_state(integer_of<uint64_t>(saved, "seed", path),
                            integer_of<uint64_t>(saved, "random_offset", path));
@@ -197,8 +199,8 @@ namespace {
 constexpr int kStopSignals[] = {SIGINT, SIGTERM};
 constexpr int kNumStopSignals = 2;
 volatile std::sig_atomic_t g_noted = 0;
-struct sigaction g_previous[kNumStopSignals];
-bool g_installed[kNumStopSignals];
+struct sigaction g_previous[kNumStopSignals];               // set before the handler is installed
+volatile std::sig_atomic_t g_installed[kNumStopSignals];    // read by the handler
 char g_notice[kNumStopSignals][256];  // the line written when the signal comes
 size_t g_notice_length[kNumStopSignals];
 bool g_in_use = false;  // one RunControl at a time
@@ -237,24 +239,24 @@ RunControl::RunControl(std::string program, const RunFlags& flags, int64_t start
                 ": finishing this step, ", then, "; a second one quits at once\n");
     std::snprintf(g_notice[i], sizeof g_notice[i], "%s", notice.c_str());
     g_notice_length[i] = std::strlen(g_notice[i]);
-    g_installed[i] = false;
-    struct sigaction current;
-    if (::sigaction(kStopSignals[i], nullptr, &current) != 0) continue;
+    g_installed[i] = 0;
+    if (::sigaction(kStopSignals[i], nullptr, &g_previous[i]) != 0) continue;
     // Only over the default disposition: an ignored signal stays ignored, another handler stays in charge.
-    if ((current.sa_flags & SA_SIGINFO) || current.sa_handler != SIG_DFL) continue;
+    if ((g_previous[i].sa_flags & SA_SIGINFO) || g_previous[i].sa_handler != SIG_DFL) continue;
     struct sigaction handler {};
     handler.sa_handler = note_stop_signal;
     handler.sa_flags = SA_RESTART;  // a read or write in progress goes on rather than failing with EINTR
     sigemptyset(&handler.sa_mask);
     for (int s : kStopSignals) sigaddset(&handler.sa_mask, s);  // one handler run at a time
-    g_installed[i] = ::sigaction(kStopSignals[i], &handler, &g_previous[i]) == 0;
+    g_installed[i] = 1;  // before the handler can run: it restores what g_previous holds
+    if (::sigaction(kStopSignals[i], &handler, nullptr) != 0) g_installed[i] = 0;
   }
 }
 
 RunControl::~RunControl() {
   for (int i = 0; i < kNumStopSignals; ++i)
     if (g_installed[i]) ::sigaction(kStopSignals[i], &g_previous[i], nullptr);
-  for (bool& installed : g_installed) installed = false;
+  for (int i = 0; i < kNumStopSignals; ++i) g_installed[i] = 0;
   g_in_use = false;
 }
 

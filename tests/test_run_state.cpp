@@ -77,7 +77,7 @@ TEST_CASE("run state: a position and its epoch sums survive the metadata to the 
   CHECK(saved.at("run.lr") == "0.10000000000000001");
 
   manual_seed(99);  // resuming restores the stream
-  const RunPosition back = examples::resume_position("f.ckpt", saved, settings);
+  const RunPosition back = examples::resume_position("f.ckpt", saved, settings, 6);
   CHECK(back.epoch == 2);
   CHECK(back.epoch_step == 17);
   CHECK(back.step == 217);
@@ -90,7 +90,7 @@ TEST_CASE("run state: a position and its epoch sums survive the metadata to the 
   examples::Metadata end = examples::resumable_metadata(settings, 5, at);
   CHECK(end.count("epoch_sums") == 0);
   end.erase("epoch_step");
-  CHECK_FALSE(examples::resume_position("f.ckpt", end, settings).mid_epoch());
+  CHECK_FALSE(examples::resume_position("f.ckpt", end, settings, 6).mid_epoch());
 }
 
 TEST_CASE("run state: a file of another run, or of no resumable run, is refused", "[run_state]") {
@@ -102,21 +102,24 @@ TEST_CASE("run state: a file of another run, or of no resumable run, is refused"
   examples::Metadata other = settings;
   other["run.lr"] = "0.5";
   other["run.batch"] = "32";
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other),
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other, 2),
                     "--resume m.ckpt: the saved run had other settings; resume with the same flags (run.batch: saved "
                     "64, this run 32; run.lr: saved 0.001, this run 0.5)");
   other["run.new"] = "x";
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other), Catch::Contains("run.new: saved (none), this run x"));
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other, 2), Catch::Contains("run.new: saved (none), this run x"));
 
   examples::Metadata plain = settings;  // saved by a run that was not resumable
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", plain, settings),
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", plain, settings, 2),
                     Catch::Contains("no 'seed' in the file: it was not saved by a resumable run"));
   saved["epoch_step"] = "3";  // mid-epoch, but the sums are missing
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings), Catch::Contains("without 'epoch_sums'"));
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2), Catch::Contains("without 'epoch_sums'"));
+  saved["epoch_sums"] = "1,2,3";
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
+                    Catch::Contains("'epoch_sums' has 3 numbers, this program keeps 2"));
   saved["epoch_sums"] = "1,x";
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings), Catch::Contains("not a list of numbers"));
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2), Catch::Contains("not a list of numbers"));
   saved["step"] = "12a";
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings),
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
                     Catch::Contains("'step' is '12a', not a whole number"));
 }
 

@@ -236,9 +236,11 @@ class LossLog {
   int64_t samples() const { return count_; }
   // The running sums {loss sum, samples} (after flush()): saved in the middle of an epoch and restored
   // when the run resumes there (examples/run_state.h), so the epoch's summary covers all of it.
+  static constexpr size_t kSums = 2;
   std::vector<double> sums() const { return {sum_, static_cast<double>(count_)}; }
   void restore(const std::vector<double>& sums) {
-    MINIDL_CHECK(sums.size() == 2 && pending_.empty(), "LossLog: restore needs 2 sums, got ", sums.size());
+    MINIDL_CHECK(sums.size() == kSums && pending_.empty(), "LossLog: restore needs ", kSums, " sums, got ",
+                 sums.size());
     sum_ = sums[0];
     count_ = static_cast<int64_t>(sums[1]);
   }
@@ -363,7 +365,8 @@ int run_train(const TrainArgs& a) {
   examples::RunPosition start;
   if (!a.run.resume.empty()) {
     start = examples::resume_position(
-        a.run.resume, with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer)), settings);
+        a.run.resume, with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer)), settings,
+        LossLog::kSums);
     if (schedule) schedule->set_step(start.step);
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.

@@ -132,11 +132,13 @@ class RunningStats {
   int64_t count() const { return count_; }
   // The running sums {loss sum, correct, count} (after flush()): saved in the middle of an epoch, and
   // restored when the run resumes there (examples/run_state.h), so the epoch's summary covers all of it.
+  static constexpr size_t kSums = 3;
   std::vector<double> sums() const {
     return {loss_sum_, static_cast<double>(correct_), static_cast<double>(count_)};
   }
   void restore(const std::vector<double>& sums) {
-    MINIDL_CHECK(sums.size() == 3 && losses_.empty(), "RunningStats: restore needs 3 sums, got ", sums.size());
+    MINIDL_CHECK(sums.size() == kSums && losses_.empty(), "RunningStats: restore needs ", kSums, " sums, got ",
+                 sums.size());
     loss_sum_ = sums[0];
     correct_ = static_cast<int64_t>(sums[1]);
     count_ = static_cast<int64_t>(sums[2]);
@@ -387,7 +389,8 @@ int train(const TrainFlags& f) {
   const examples::Metadata settings = run_settings(f, data, batches, total_steps);
   examples::RunPosition start;
   if (!f.run.resume.empty()) {
-    start = examples::resume_position(f.run.resume, load_checkpoint(f.run.resume, *model, &optimizer), settings);
+    start = examples::resume_position(f.run.resume, load_checkpoint(f.run.resume, *model, &optimizer), settings,
+                                      RunningStats::kSums);
     if (scheduler) scheduler->set_step(per_batch_schedule ? start.step : start.epoch);
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
