@@ -424,6 +424,10 @@ TEST_CASE("mpi: a problem on one rank stops every rank with the same JobError", 
   CHECK_THROWS_AS(dist::agree_or_throw(mine, "setup"), dist::JobError);
   CHECK_THROWS_WITH(dist::agree_or_throw(mine, "setup"), expected);
   CHECK_NOTHROW(dist::agree_or_throw("", "setup"));
+  // max_over_ranks: what the ranks use to agree on stopping when one of them got SIGINT.
+  CHECK(dist::max_over_ranks(p.rank == last ? 2 : 0) == 2);
+  CHECK(dist::max_over_ranks(0) == 0);
+  CHECK(dist::max_over_ranks(p.rank) == last);
 }
 
 TEST_CASE("mpi: run_on_root runs its work on rank 0 alone and stops every rank when it fails", "[mpi]") {
