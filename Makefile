@@ -2,7 +2,7 @@
 #
 #   make          release build into build/ (binaries in build/bin/)
 #   make deps     install the Debian packages minidl needs (as root; otherwise prints the command)
-#   make test     build, then run every test through ctest
+#   make test     build, then run every test through ctest, and say why any test was skipped
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
@@ -10,6 +10,8 @@
 #                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
 #   make exercise N=3   build and run the checker of the course's exercise 3 on your file (docs/course/README.md);
 #                       ARGS="--no-bench" skips the timing
+#   make install  build, then install the library, headers, programs, CMake package and pkg-config file
+#                 under PREFIX (default /usr/local): `make install PREFIX=$HOME/.local`
 #   make clean    remove build/
 BUILD ?= build
 JOBS ?= $(shell nproc)
@@ -20,14 +22,26 @@ CMAKE_FLAGS ?=
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# CMAKE_FLAGS go to CMake whenever they are given (`make CMAKE_FLAGS=-DMINIDL_WITH_CUDA=OFF`), for a new
+# build folder or an existing one; CMake remembers them (its cache), so a later plain `make` keeps them.
 configure:
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS); \
+	elif [ -n "$(strip $(CMAKE_FLAGS))" ]; then \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS); \
+	fi
 
 deps:
 	bash scripts/install-deps.sh
 
 test: all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS); status=$$?; \
+	  bash scripts/skipped-tests.sh $(BUILD)/Testing/Temporary/LastTest.log; exit $$status
+
+PREFIX ?= /usr/local
+.PHONY: install
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 data:
 	bash scripts/get-mnist.sh data/mnist
