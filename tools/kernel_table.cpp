@@ -76,11 +76,14 @@ void print_kernel_table(std::FILE* out, const std::vector<std::string>& ops, con
     only_device = static_cast<int>(device == "cpu" ? DeviceType::cpu : DeviceType::cuda);
   }
   KernelRegistry& registry = KernelRegistry::instance();
-  std::fprintf(out, "%-14s %-16s %-5s %-20s %4s %-7s %-26s %s\n", "op", "stage", "dev", "kernel", "prio", "default",
-               "signature", "description");
-  // Kernels in the order dispatch tries them for each (key, device): the selected one, then by priority.
+  // The rows first, in the order dispatch tries the kernels of each (key, device): the selected one, then
+  // by priority. Then the columns as wide as their longest entry (or wider), so that a long kernel name or signature
+  // never pushes the rest of its row out of line.
+  struct Row {
+    std::string op, stage, dev, kernel, prio, is_default, signature, description;
+  };
+  std::vector<Row> rows = {{"op", "stage", "dev", "kernel", "prio", "default", "signature", "description"}};
   std::set<std::pair<std::string, int>> printed;
-  int count = 0;
   for (const KernelInfo* first : registry.all()) {
     const auto id = std::make_pair(first->key, static_cast<int>(first->device));
     if (printed.count(id)) continue;
@@ -90,12 +93,20 @@ void print_kernel_table(std::FILE* out, const std::vector<std::string>& ops, con
     const std::vector<const KernelInfo*>& order = registry.candidates(first->key, first->device);
     for (const KernelInfo* k : order) {
       const std::string stage = k->key.size() > k->op.size() ? k->key.substr(k->op.size() + 1) : "forward";
-      std::fprintf(out, "%-14s %-16s %-5s %-20s %4d %-7s %-26s %s\n", k->op.c_str(), stage.c_str(),
-                   device_type_name(k->device), k->name.c_str(), k->priority, k == order.front() ? "*" : "",
-                   signature_of(*k).c_str(), k->description.c_str());
-      ++count;
+      rows.push_back({k->op, stage, device_type_name(k->device), k->name, std::to_string(k->priority),
+                      k == order.front() ? "*" : "", signature_of(*k), k->description});
     }
   }
+  size_t w[7] = {14, 16, 5, 20, 4, 7, 26};  // at least these widths, so that short tables keep one layout
+  for (const Row& r : rows) {
+    const std::string* cells[7] = {&r.op, &r.stage, &r.dev, &r.kernel, &r.prio, &r.is_default, &r.signature};
+    for (int c = 0; c < 7; ++c) w[c] = std::max(w[c], cells[c]->size());
+  }
+  for (const Row& r : rows)  // prio is a number: right-aligned
+    std::fprintf(out, "%-*s %-*s %-*s %-*s %*s %-*s %-*s %s\n", int(w[0]), r.op.c_str(), int(w[1]), r.stage.c_str(),
+                 int(w[2]), r.dev.c_str(), int(w[3]), r.kernel.c_str(), int(w[4]), r.prio.c_str(), int(w[5]),
+                 r.is_default.c_str(), int(w[6]), r.signature.c_str(), r.description.c_str());
+  const size_t count = rows.size() - 1;
   if (count == 0)
     std::fprintf(out, "(no kernel of %s on %s in this build)\n", ops.empty() ? "any op" : "these ops", device.c_str());
   std::fprintf(out,

@@ -105,7 +105,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plot_cmd->add_option("--label", plot_labels, "the legend's name of each file, in order (default: the file name)");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // A flag error exits 2, as in mnist and captcha (CLI11's own codes, 105 to 115, mean nothing to a shell).
+    std::fprintf(stderr, "minidl: %s\nRun `minidl --help` or `minidl <command> --help` for usage.\n", e.what());
+    return 2;
+  }
   try {
     select_kernels_from_flags(kernel_flags);
     if (*kernels) {
