@@ -8,7 +8,8 @@
 //     starts at the definition of each `code` name the link's text gives: the range's first line of code
 //     (after blank lines, comments, a `template <...>` line) defines it (`Name(`, `struct Name`, ...), so
 //     a range that code above it has pushed down or up fails (the failure says where the definition is now);
-//   - the SVG diagrams are well-formed; the README links the chapters in order; every exercise has its parts.
+//   - the SVG diagrams are well-formed; the README links the chapters in order; every exercise has its parts
+//     (README, checker, solution/, stub/ and the student's file).
 // The course's files and the exercises' READMEs are checked; docs outside docs/course are not.
 #include <catch2/catch.hpp>
 
@@ -339,6 +340,15 @@ TEST_CASE("course: the README links the chapters in order, and every exercise ha
     CHECK(fs::exists(e.path() / "README.md"));
     CHECK(fs::exists(e.path() / "check.cpp"));
     CHECK(fs::is_directory(e.path() / "solution"));
+    // The stub as committed (CI's exercise_N_stub_fails builds it, never the student's file) and the
+    // student's file, each under the solution's file name.
+    CHECK(fs::is_directory(e.path() / "stub"));
+    if (fs::is_directory(e.path() / "solution"))
+      for (const auto& s : fs::directory_iterator(e.path() / "solution")) {
+        INFO(rel(s.path()));
+        CHECK(fs::exists(e.path() / "stub" / s.path().filename()));
+        CHECK(fs::exists(e.path() / s.path().filename()));
+      }
     CHECK(course.find(e.path().filename().string()) != std::string::npos);  // the course's list names it
   }
   CHECK(exercises == 10);
