@@ -153,6 +153,7 @@ void Checker::bench(const std::vector<std::string>& keys, const std::vector<std:
   }
   bench::BenchOptions o;
   o.ops = keys;
+  o.keys_only = true;  // the keys the student's kernel serves: not the op's backward keys (conv2d.backward_input)
   o.device = device;
   const Device d = Device::parse(device);
   // Only the kernels this build has (no OpenBLAS, no cuDNN: those rows are left out).
@@ -172,10 +173,15 @@ void Checker::bench(const std::vector<std::string>& keys, const std::vector<std:
   std::string shape_flags;
   for (const std::string& s : o.shapes) shape_flags += " --shape " + s;
   std::string ops;
-  for (const std::string& k : keys) ops += " --op " + k;
+  std::string key_list;
+  for (const std::string& k : keys) {
+    ops += " --op " + k;
+    key_list += (key_list.empty() ? "" : ", ") + k;
+  }
   std::printf("\nbench: your kernel next to the others, as `build/bin/minidl bench%s%s%s` would time them if\n"
-              "\"student\" were one of minidl's own kernels (it is registered in this process only)\n\n",
-              ops.c_str(), names.c_str(), shape_flags.c_str());
+              "\"student\" were one of minidl's own kernels (it is registered in this process only); only the\n"
+              "key%s your kernel serves (%s), not the op's backward keys\n\n",
+              ops.c_str(), names.c_str(), shape_flags.c_str(), keys.size() > 1 ? "s" : "", key_list.c_str());
   std::fflush(stdout);
   int rc = 0;
   try {
