@@ -264,8 +264,8 @@ TEST_CASE("course: links resolve, and line ranges start at the definitions they 
         const std::string symbol = symbol_of((*c)[1]);
         if (symbol.empty()) continue;
         INFO("`" << symbol << "` is not defined where lines " << first << "-" << last << " of " << rel(file)
-                 << " start (their first line of code, " << code_line << ", should define it); its definition is now at line "
-                 << definition_line(lines, symbol));
+                 << " start (their first line of code, " << code_line
+                 << ", should define it); its definition is now at line " << definition_line(lines, symbol));
         CHECK(defines(lines[code_line - 1], symbol));
       }
     }

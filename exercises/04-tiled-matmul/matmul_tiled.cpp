@@ -34,8 +34,8 @@ constexpr int64_t kRows = 4;                   // rows of c updated together
 // For each k: read a[0, k], a[1, k], a[2, k], a[3, k] into four local variables, then ONE loop over j that
 // loads b[k, j] once and updates the four rows of c with it. update_1_row below is the same for one row.
 // ([[maybe_unused]]: until your matmul_one calls them, the compiler would warn that they are unused.)
-[[maybe_unused]] void update_4_rows(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t kc,
-                   int64_t nc) {
+[[maybe_unused]] void update_4_rows(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+                                    int64_t kc, int64_t nc) {
   // EXERCISE: the loops.
   (void)a;
   (void)lda;
