@@ -5,8 +5,11 @@
 //   - every ```text block preceded by `<!-- output: NAME -->` equals what the worked example NAME prints
 //     (examples/course/worked_examples.cpp), so the numbers a chapter shows are the code's;
 //   - every relative link resolves to a file, and a link to lines (`PATH#L10-L20`) stays inside the file and
-//     its range holds each `code` name the link's text gives (the failure says where the name is now);
-//   - the SVG diagrams are well-formed; the README links the chapters in order; every exercise has its parts.
+//     starts at the definition of each `code` name the link's text gives: the range's first line of code
+//     (after blank lines, comments, a `template <...>` line) defines it (`Name(`, `struct Name`, ...), so
+//     a range that code above it has pushed down or up fails (the failure says where the definition is now);
+//   - the SVG diagrams are well-formed; the README links the chapters in order; every exercise has its parts
+//     (README, checker, solution/, stub/ and the student's file).
 // The course's files and the exercises' READMEs are checked; docs outside docs/course are not.
 #include <catch2/catch.hpp>
 
@@ -115,10 +118,53 @@ std::string marked_region(const fs::path& file, const std::string& name, std::st
   return out;
 }
 
-// The first line (1-based) of file holding word, or 0.
-size_t find_line(const std::vector<std::string>& lines, const std::string& word) {
+// A line with no code: blank, or a comment (C++'s `//`, `/* ... */` and its ` * ` lines; CMake's `# `).
+bool is_comment_or_blank(const std::string& line) {
+  const size_t at = line.find_first_not_of(" \t");
+  if (at == std::string::npos) return true;
+  const std::string s = line.substr(at);
+  for (const char* start : {"//", "/*", "*/", "* ", "# "})
+    if (s.rfind(start, 0) == 0) return true;
+  return s == "*" || s == "#";
+}
+
+// A line that comes before a definition without naming it: `template <...>`.
+bool is_preamble(const std::string& line) {
+  const size_t at = line.find_first_not_of(" \t");
+  return at != std::string::npos && line.compare(at, 8, "template") == 0 && line.back() == '>';
+}
+
+// Whether line defines (or declares) symbol: `struct symbol`, `class symbol`, `using symbol`, a CMake
+// `function(symbol`, `#define symbol`, or a function `Type symbol(` / `Type Class::symbol(` /
+// `Class::symbol(` at the start of a line. A call (`x = symbol(`, `return symbol(`, `obj.symbol(`) is not
+// one: what comes before the name must be a type (a word other than return/else/..., or `*`, `&`, `>`).
+bool defines(const std::string& line, const std::string& symbol) {
+  const std::string name = "(?:[A-Za-z_][A-Za-z0-9_]*::)*" + symbol;  // symbol, maybe qualified
+  const std::regex type_like("\\b(?:struct|class|union|enum|namespace|using)\\s+" + symbol + "\\b|\\bfunction\\(\\s*" +
+                             symbol + "\\b|#\\s*define\\s+" + symbol + "\\b|^" + name + "\\s*\\(");
+  if (std::regex_search(line, type_like)) return true;
+  const std::regex function("(?:(?:^|[^A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*)|[>*&\\]])\\s+" + name + "\\s*\\(");
+  static const std::vector<std::string> not_types = {"return", "else", "throw", "new", "delete", "case", "do"};
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), function); it != std::sregex_iterator(); ++it)
+    if (std::find(not_types.begin(), not_types.end(), (*it)[1].str()) == not_types.end()) return true;
+  return false;
+}
+
+// Where symbol is defined in a file (1-based): the first line that defines it with a body (not ending in
+// `;`, which a forward declaration does), else the first that declares it, else the first line of code
+// (not a comment) that names it, else 0. For the failure message of a stale range.
+size_t definition_line(const std::vector<std::string>& lines, const std::string& symbol) {
+  auto ends_with_semicolon = [](const std::string& line) {
+    const size_t end = line.find_last_not_of(" \t");
+    return end != std::string::npos && line[end] == ';';
+  };
   for (size_t i = 0; i < lines.size(); ++i)
-    if (lines[i].find(word) != std::string::npos) return i + 1;
+    if (!is_comment_or_blank(lines[i]) && defines(lines[i], symbol) && !ends_with_semicolon(lines[i])) return i + 1;
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!is_comment_or_blank(lines[i]) && defines(lines[i], symbol)) return i + 1;
+  const std::regex word("\\b" + symbol + "\\b");
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (!is_comment_or_blank(lines[i]) && std::regex_search(lines[i], word)) return i + 1;
   return 0;
 }
 
@@ -179,7 +225,7 @@ TEST_CASE("course: every quoted output is what its worked example prints", "[cou
   }
 }
 
-TEST_CASE("course: links resolve, and line ranges hold the names they promise", "[course][docs]") {
+TEST_CASE("course: links resolve, and line ranges start at the definitions they promise", "[course][docs]") {
   static const std::regex link("\\[([^\\]]*)\\]\\(([^)\\s]+)\\)");
   static const std::regex lines_anchor("#L([0-9]+)(-L([0-9]+))?$");
   static const std::regex code("`([^`]+)`");
@@ -210,14 +256,17 @@ TEST_CASE("course: links resolve, and line ranges hold the names they promise", 
       CHECK(first <= last);
       CHECK(last <= lines.size());
       if (last > lines.size() || first < 1) continue;
+      // The range's first line of code: its comment and template line may come before it.
+      size_t code_line = first;
+      while (code_line < last && (is_comment_or_blank(lines[code_line - 1]) || is_preamble(lines[code_line - 1])))
+        ++code_line;
       for (auto c = std::sregex_iterator(label.begin(), label.end(), code); c != std::sregex_iterator(); ++c) {
         const std::string symbol = symbol_of((*c)[1]);
         if (symbol.empty()) continue;
-        bool found = false;
-        for (size_t i = first; i <= last; ++i) found = found || lines[i - 1].find(symbol) != std::string::npos;
-        INFO("`" << symbol << "` is not in lines " << first << "-" << last << " of " << rel(file)
-                 << "; its first line there is now " << find_line(lines, symbol));
-        CHECK(found);
+        INFO("`" << symbol << "` is not defined where lines " << first << "-" << last << " of " << rel(file)
+                 << " start (their first line of code, " << code_line
+                 << ", should define it); its definition is now at line " << definition_line(lines, symbol));
+        CHECK(defines(lines[code_line - 1], symbol));
       }
     }
   }
@@ -291,6 +340,15 @@ TEST_CASE("course: the README links the chapters in order, and every exercise ha
     CHECK(fs::exists(e.path() / "README.md"));
     CHECK(fs::exists(e.path() / "check.cpp"));
     CHECK(fs::is_directory(e.path() / "solution"));
+    // The stub as committed (CI's exercise_N_stub_fails builds it, never the student's file) and the
+    // student's file, each under the solution's file name.
+    CHECK(fs::is_directory(e.path() / "stub"));
+    if (fs::is_directory(e.path() / "solution"))
+      for (const auto& s : fs::directory_iterator(e.path() / "solution")) {
+        INFO(rel(s.path()));
+        CHECK(fs::exists(e.path() / "stub" / s.path().filename()));
+        CHECK(fs::exists(e.path() / s.path().filename()));
+      }
     CHECK(course.find(e.path().filename().string()) != std::string::npos);  // the course's list names it
   }
   CHECK(exercises == 10);

@@ -69,11 +69,20 @@ std::string check_copy(const Tensor& src, Tensor dst, bool may_decline = false) 
   if (diff.empty()) return "";
   bool unwritten = false;
   for (double v : dst.to_vector<double>()) unwritten = unwritten || v == -777.0;
-  const std::string hint =
-      unwritten ? "Elements still -777 were never written: does the loop cover every position, and is the dst offset "
-                  "computed from dst's own shape and strides?"
-                : "Every element was written, some from or to the wrong place. data<T>() already points at element "
-                  "(0, ..., 0) (the view's offset is applied): adding offset() again shifts every read by it.";
+  // The hint names what this case exercises: a view's offset, dst's strides, or src's strides.
+  std::string hint;
+  if (unwritten)
+    hint = "Elements still -777 were never written: does the loop cover every position, and is the dst offset "
+           "computed from dst's own shape and strides?";
+  else if (src.offset() != 0 || dst.offset() != 0)
+    hint = "Every element was written, some from or to the wrong place. data<T>() already points at element "
+           "(0, ..., 0) (the view's offset is applied): adding offset() again shifts every read by it.";
+  else if (!dst.is_contiguous())
+    hint = "Every element was written, some to the wrong place. dst has strides of its own: position i goes to "
+           "element_offset(dst.shape(), dst.strides(), i) of dst, not to element i.";
+  else
+    hint = "Every element was written, some from the wrong place. Position i is read from "
+           "element_offset(src.shape(), src.strides(), i) of src.";
   return str_cat("src: shape ", shape_str(src.shape()), ", strides ", shape_str(src.strides()), ", offset ",
                  src.offset(), "; dst: strides ", shape_str(dst.strides()), ", offset ", dst.offset(), "\n", diff, hint);
 }

@@ -1,6 +1,6 @@
 // exercises/08-sgd-momentum/check.cpp — the checker of exercise 8: the SGD kernel "student" against the naive
 // one over three steps (the first step initialises the momentum buffer) for each combination of options,
-// then a small regression trained with nn::SGD on each kernel, loss by loss, and the bench.
+// then a small regression trained with SGD (nn/optim.h) on each kernel, loss by loss, and the bench.
 #include <cmath>
 #include <sstream>
 
@@ -30,7 +30,9 @@ std::string check_steps(SgdParams h) {
   const std::vector<Tensor> start = {testing::uniform({3, 4}, -1, 1, DType::float32),
                                      testing::uniform({5}, -1, 1, DType::float32)};
   std::vector<Tensor> p_ref = copies(start), p_got = copies(start);
-  std::vector<Tensor> b_ref = {zeros({3, 4}), zeros({5})}, b_got = {zeros({3, 4}), zeros({5})};
+  // The buffers start as NaN: before the first step their contents mean nothing (first_step sets b = g'
+  // without reading b), so a kernel that reads them on the first step gets NaN, whatever the options.
+  std::vector<Tensor> b_ref = {full({3, 4}, NAN), full({5}, NAN)}, b_got = {full({3, 4}, NAN), full({5}, NAN)};
   for (int step = 1; step <= 3; ++step) {
     const std::vector<Tensor> g = {testing::uniform({3, 4}, -1, 1, DType::float32),
                                    testing::uniform({5}, -1, 1, DType::float32)};
@@ -45,10 +47,19 @@ std::string check_steps(SgdParams h) {
       std::string diff = testing::compare(p_got[k], p_ref[k], 1e-5, 1e-6);
       if (!diff.empty() && testing::compare(p_got[k], before[k], 0, 0).empty())
         return where + "the parameter did not change: is p[i] updated (p[i] -= lr * d)?";
-      if (!diff.empty()) return where + "the parameter differs\n" + diff;
+      const std::string nan_hint =
+          h.first_step ? "NaN: on the first step the buffer holds NaN (nothing yet), so a kernel that reads b then "
+                         "(momentum * b + ...) gets NaN; with first_step, b = g'.\n"
+                       : "";
+      auto has_nan = [](const Tensor& t) {
+        for (double v : t.to_vector<double>())
+          if (std::isnan(v)) return true;
+        return false;
+      };
+      if (!diff.empty()) return where + "the parameter differs\n" + diff + (has_nan(p_got[k]) ? nan_hint : "");
       if (h.momentum > 0) {
         diff = testing::compare(b_got[k], b_ref[k], 1e-5, 1e-6);
-        if (!diff.empty()) return where + "the momentum buffer differs\n" + diff;
+        if (!diff.empty()) return where + "the momentum buffer differs\n" + diff + (has_nan(b_got[k]) ? nan_hint : "");
       }
     }
   }

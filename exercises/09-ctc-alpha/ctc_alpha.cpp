@@ -7,7 +7,7 @@
 // blanks removed ("-aa-b" -> "ab"). The sum runs over the extended label l' = (blank, l_1, blank, ...,
 // l_L, blank) of length 2L+1; alpha_t(s) is the log of the summed probability of the path prefixes of
 // length t+1 that end at position s of l'. In log space, with -inf for log 0 (ops/kernel_signatures.h):
-//   alpha_0(0) = lp_0(blank),  alpha_0(1) = lp_0(l'_1),  alpha_0(s) = -inf for s >= 2
+//   alpha_0(0) = lp_0(blank),  alpha_0(1) = lp_0(l'_1) (only when L > 0),  alpha_0(s) = -inf for s >= 2
 //   alpha_t(s) = lp_t(l'_s) + logsumexp(alpha_{t-1}(s), alpha_{t-1}(s-1), alpha_{t-1}(s-2))
 //                where the s-1 term exists only for s >= 1, and the s-2 term (a skip over a blank) only when
 //                l'_s is not the blank and l'_s != l'_{s-2} (a repeated label needs the blank between its copies)

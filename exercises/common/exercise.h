@@ -41,6 +41,8 @@ struct Info {
 
 class Checker {
  public:
+  // Reads the flags, prints the heading, and registers minidl's kernels (the table's first use), so that a
+  // kernel the checker registers afterwards comes after them, as in a program.
   Checker(int argc, char** argv, Info info);
 
   // Prints a heading for the checks that follow.

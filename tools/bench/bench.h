@@ -16,6 +16,7 @@ namespace bench {
 
 struct BenchOptions {
   std::vector<std::string> ops;      // op names or keys ("conv2d", "conv2d.backward_input"); empty: all
+  bool keys_only = false;            // ops are keys only: "conv2d" is its forward key, not conv2d.backward_*
   std::vector<std::string> kernels;  // kernel names to show; empty: all
   std::string device = "cpu";        // "cpu", "cuda", "cuda:1"
   std::vector<std::string> shapes;   // "KEY:SPEC" (KEY an op or a key); replaces that key's default shapes

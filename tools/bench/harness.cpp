@@ -297,7 +297,7 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
     if (k->device != d.type) continue;
     bool wanted = true;
     if (!o.ops.empty()) {
-      wanted = key_selected(k->key, o.ops);
+      wanted = o.keys_only ? std::find(o.ops.begin(), o.ops.end(), k->key) != o.ops.end() : key_selected(k->key, o.ops);
     } else if (!shapes.empty()) {
       wanted = shapes.count(k->key) || shapes.count(k->op);
     }
