@@ -289,12 +289,9 @@ int train(const TrainFlags& f) {
 // ------------------------------------------------------------------ mnist eval / predict
 
 std::shared_ptr<Sequential> load_model(const std::string& path, Device device) {
+  const Checkpoint file = read_checkpoint(path);
   std::shared_ptr<Sequential> model = mnist::make_model();
-  const auto metadata = load_checkpoint(path, *model);
-  auto it = metadata.find("model");
-  MINIDL_CHECK(it != metadata.end() && it->second == mnist::kModelName, "'", path,
-               "' is not an MNIST model saved by `mnist train --save` (its model is '",
-               it == metadata.end() ? std::string("unnamed") : it->second, "')");
+  mnist::load_model_from(file, path, *model);
   // A model holding NaN or infinity answers nonsense with confidence ("probability nan"): refuse it.
   for (const auto& [name, tensor] : model->state_dict()) {
     const NonFinite bad = first_non_finite(tensor);

@@ -1,7 +1,9 @@
 // examples/mnist/model.h — the MNIST CNN (the classic PyTorch example's architecture).
 #pragma once
 #include <memory>
+#include <string>
 
+#include "nn/checkpoint.h"
 #include "nn/layers.h"
 
 namespace mnist {
@@ -18,6 +20,13 @@ inline std::shared_ptr<minidl::Sequential> make_model() {
       MaxPool2d(2), Dropout(0.25), Flatten(),  // [N, 64 * 12 * 12 = 9216]
       Linear(9216, 128), ReLU(), Dropout(0.5),
       Linear(128, 10));                        // [N, 10]
+}
+
+// Restores `model` (from make_model()) from a checkpoint file already read: one line, before any tensor
+// is looked at, when the file holds another kind of model; then the checks of load_checkpoint.
+inline void load_model_from(const minidl::Checkpoint& file, const std::string& path, minidl::Module& model) {
+  minidl::check_checkpoint_model(file, path, kModelName, "`mnist train --save`");
+  minidl::load_checkpoint(file, path, model);
 }
 
 }  // namespace mnist
