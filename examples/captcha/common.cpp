@@ -64,6 +64,11 @@ int thread_count(int flag) {
   return flag > 0 ? flag : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+void print_folder_warnings(const CaptchaDataset& data) {
+  std::fflush(stdout);
+  for (const std::string& w : data.warnings) std::fprintf(stderr, "captcha: warning: %s\n", w.c_str());
+}
+
 std::map<std::string, std::string> model_metadata(const ModelConfig& c, const std::string& charset,
                                                   const std::string& length) {
   std::string channels;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/captcha/model.h"
+#include "nn/captcha_data.h"
 #include "nn/data.h"
 #include "nn/optim.h"
 
@@ -36,6 +37,10 @@ std::vector<int64_t> parse_channels(const std::string& spec);
 minidl::Device choose_device(const std::string& flag);
 // 0 -> one per hardware thread.
 int thread_count(int flag);
+
+// ---- labelled folders: prints the folder's warnings (skipped files, an inferred charset or length) to
+// stderr, "captcha: warning: ...", one line each.
+void print_folder_warnings(const minidl::CaptchaDataset& data);
 
 // ---- checkpoints: the model configuration, charset and label lengths travel in the metadata, so eval and
 // predict rebuild the model without repeating the training flags.

@@ -56,6 +56,7 @@ int run_eval(const EvalArgs& a) {
     fo.charset = loaded.charset;
     fo.threads = threads;
     const CaptchaDataset folder = load_captcha_folder(a.data, fo);
+    print_folder_warnings(folder);
     data = std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, loaded.charset).targets);
     std::printf("captcha: evaluating on %lld images of %s\n", static_cast<long long>(data->size()), a.data.c_str());
   } else {
