@@ -9,7 +9,7 @@
 //       the text read from each image (resized to the model's input size).
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,6 +20,7 @@
 #include "examples/captcha/common.h"
 #include "examples/flags.h"
 #include "nn/captcha_data.h"
+#include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
 #include "nn/image.h"
 
@@ -61,14 +62,8 @@ int run_eval(const EvalArgs& a) {
     std::printf("captcha: evaluating on %lld images of %s\n", static_cast<long long>(data->size()), a.data.c_str());
   } else {
     uint64_t seed = a.seed;
-    if (!*a.seed_flag) {
-      auto it = loaded.metadata.find("seed");
-      try {
-        seed = (it == loaded.metadata.end() ? 1 : std::stoull(it->second)) + 2;
-      } catch (const std::logic_error&) {
-        throw Error(str_cat("'", a.model, "' has a malformed seed '", it->second, "' in its metadata; give --seed"));
-      }
-    }
+    if (!*a.seed_flag)
+      seed = (loaded.metadata.count("seed") ? metadata_int(loaded.metadata, "seed", 0, INT64_MAX - 2, a.model) : 1) + 2;
     CaptchaOptions options;
     options.charset = loaded.charset;
     std::tie(options.min_length, options.max_length) = parse_length_range(loaded.length);

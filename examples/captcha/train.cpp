@@ -258,8 +258,9 @@ ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optim
                "flags (", listed, ")");
   for (const char* key : {"epoch", "step", "random_offset"})
     MINIDL_CHECK(meta.count(key), "--resume ", path, ": no '", key, "' in the file (saved by an older minidl?)");
-  set_random_state(std::stoull(meta.at("run.seed")), std::stoull(meta.at("random_offset")));
-  return {std::stoll(meta.at("epoch")), std::stoll(meta.at("step"))};
+  set_random_state(std::stoull(meta.at("run.seed")),  // equal to this run's --seed, checked above
+                   static_cast<uint64_t>(metadata_int(meta, "random_offset", 0, INT64_MAX, path)));
+  return {metadata_int(meta, "epoch", 0, INT64_MAX, path), metadata_int(meta, "step", 0, INT64_MAX, path)};
 }
 
 int run_train(const TrainArgs& a) {
