@@ -1,14 +1,7 @@
-// nn/image.cpp — stb's implementations are compiled here, once, into minidl; and the checks that run
-// before stb_image sees a file (nn/image.h).
-#define STB_IMAGE_IMPLEMENTATION
-#define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
-#define STBI_ONLY_BMP
-#define STB_IMAGE_WRITE_IMPLEMENTATION
-#define STB_TRUETYPE_IMPLEMENTATION
+// nn/image.cpp — reading (with the checks that run before stb_image sees a file), resizing and writing
+// images (nn/image.h). stb's implementations are compiled in nn/stb.cpp.
 #include <stb_image.h>
 #include <stb_image_write.h>
-#include <stb_truetype.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -108,63 +101,118 @@ std::string png_problem(const uint8_t* d, size_t n, Dimensions& dims) {
 }
 
 // A JPEG is a sequence of segments, each a marker (ff xx) and, for most markers, a big-endian length
-// that counts itself; the frame header (SOF0..SOF15 but for c4, c8, cc) holds height and width
-// (uint16 each, after the precision byte). Only the segments before it are walked.
+// that counts itself; after a start-of-scan segment (ff da) come entropy-coded bytes, up to the next
+// marker (an ff followed by neither 00, a stuffed byte, nor d0..d7, a restart marker); the end-of-image
+// marker (ff d9) closes the file (bytes after it are ignored, as every decoder does). The frame header
+// (SOF0..SOF15 but c4, c8, cc) holds height and width (uint16 each, after the precision byte).
+// Huffman tables are checked here, because stb_image 2.27 does not (both found by fuzz/image_fuzzer.cpp):
+// a table (DHT, ff c4) declaring more than 256 codes makes stb write past its arrays, and a scan (SOS,
+// ff da) that decodes with a table no DHT defined makes it read its uninitialised memory as one. A scan
+// decodes with the DC tables it names unless it is a progressive refinement or AC scan, and with the AC
+// tables unless it is a progressive DC scan.
 std::string jpeg_problem(const uint8_t* d, size_t n, Dimensions& dims) {
   size_t pos = 2;
-  while (pos + 2 <= n) {
+  bool have_frame = false, progressive = false;
+  bool defined[2][4] = {};  // [DC 0 / AC 1][table id]
+  while (true) {
+    if (pos + 2 > n) return str_cat("it ends after ", n, " bytes without the end-of-image marker (truncated?)");
     if (d[pos] != 0xff) return str_cat("expected a marker (ff) at offset ", pos, ", found ", hex_bytes(d + pos, 1));
     const uint8_t marker = d[pos + 1];
     if (marker == 0xff) {  // fill byte
       ++pos;
       continue;
     }
+    if (marker == 0xd9) return have_frame ? "" : "it has no frame header (SOF)";
     if (marker == 0x01 || marker == 0xd8 || (marker >= 0xd0 && marker <= 0xd7)) {  // markers without a length
       pos += 2;
       continue;
     }
-    if (marker == 0xd9 || marker == 0xda) return "it has no frame header (SOF) before its image data";
-    if (pos + 4 > n) break;
+    if (pos + 4 > n) return str_cat("it ends after ", n, " bytes inside a segment header (truncated?)");
     const size_t length = static_cast<size_t>(d[pos + 2]) << 8 | d[pos + 3];
     if (length < 2 || length > n - pos - 2)
-      return str_cat("the segment at offset ", pos, " declares ", length, " bytes but only ", n - pos - 2,
-                     " follow (truncated?)");
+      return str_cat("the segment ff ", hex_bytes(&marker, 1), " at offset ", pos, " declares ", length,
+                     " bytes but only ", n - pos - 2, " follow (truncated?)");
+    const uint8_t* body = d + pos + 4;
+    const size_t body_size = length - 2;
     const bool frame = marker >= 0xc0 && marker <= 0xcf && marker != 0xc4 && marker != 0xc8 && marker != 0xcc;
-    if (frame) {
-      if (length < 7) return str_cat("its frame header at offset ", pos, " is too short (", length, " bytes)");
-      dims = {static_cast<int64_t>(d[pos + 7]) << 8 | d[pos + 8], static_cast<int64_t>(d[pos + 5]) << 8 | d[pos + 6]};
-      return "";
+    if (frame && !have_frame) {
+      if (body_size < 5) return str_cat("its frame header at offset ", pos, " is too short (", length, " bytes)");
+      dims = {static_cast<int64_t>(body[3]) << 8 | body[4], static_cast<int64_t>(body[1]) << 8 | body[2]};
+      have_frame = true;
+      progressive = marker == 0xc2 || marker == 0xc6 || marker == 0xca || marker == 0xce;
+    }
+    if (marker == 0xc4) {  // tables: class and id (1 byte), 16 code counts, then that many symbols
+      for (size_t t = 0; t < body_size;) {
+        if (body_size - t < 17) return str_cat("the Huffman table segment at offset ", pos, " is cut short");
+        int codes = 0;
+        for (int i = 1; i <= 16; ++i) codes += body[t + i];
+        if ((body[t] >> 4) > 1 || (body[t] & 15) > 3 || codes > 256)
+          return str_cat("a Huffman table at offset ", pos, " is invalid (class/id byte ", hex_bytes(body + t, 1), ", ",
+                         codes, " codes; at most 256)");
+        if (static_cast<size_t>(codes) > body_size - t - 17)
+          return str_cat("the Huffman table segment at offset ", pos, " is cut short");
+        defined[body[t] >> 4][body[t] & 15] = true;
+        t += 17 + static_cast<size_t>(codes);
+      }
+    }
+    if (marker == 0xda) {  // components (id, DC table << 4 | AC table), then Ss, Se, Ah << 4 | Al
+      const size_t components = body_size > 0 ? body[0] : 0;
+      if (components == 0 || body_size < 1 + 2 * components + 3)
+        return str_cat("the scan header at offset ", pos, " is too short or names no component");
+      const uint8_t spectral_start = body[1 + 2 * components], high_bit = body[3 + 2 * components] >> 4;
+      const bool uses_dc = !progressive || (spectral_start == 0 && high_bit == 0);
+      const bool uses_ac = !progressive || spectral_start > 0;
+      for (size_t c = 0; c < components; ++c) {
+        const int dc = body[2 + 2 * c] >> 4, ac = body[2 + 2 * c] & 15;
+        if (dc > 3 || ac > 3 || (uses_dc && !defined[0][dc]) || (uses_ac && !defined[1][ac]))
+          return str_cat("the scan at offset ", pos, " decodes with a Huffman table that no DHT segment before it "
+                         "defines (DC ", dc, ", AC ", ac, ")");
+      }
     }
     pos += 2 + length;
+    if (marker == 0xda) {  // entropy-coded data up to the next marker
+      while (pos + 1 < n && !(d[pos] == 0xff && d[pos + 1] != 0x00 && !(d[pos + 1] >= 0xd0 && d[pos + 1] <= 0xd7)))
+        ++pos;
+    }
   }
-  return str_cat("it ends after ", n, " bytes, before its frame header (truncated?)");
 }
 
-// A BMP is a 14-byte file header ("BM", ...) and an info header that starts with its own size: 12 bytes
-// (OS/2: uint16 width and height at offsets 18, 20) or 40 and more (int32 width and height at 18, 22; a
-// negative height means rows top-down).
+// A BMP is a 14-byte file header ("BM", file size, reserved, the offset of the pixel data: uint32 at 10)
+// and an info header that starts with its own size: 12 bytes (OS/2: uint16 width, height, planes, bits
+// per pixel at 18, 20, 22, 24) or 40 and more (int32 width and height at 18, 22, a negative height meaning
+// rows top-down; uint16 bits per pixel at 28; uint32 compression at 30). Uncompressed rows (compression
+// 0, or 3: bit fields) are padded to 4 bytes, and the file must hold all of them: stb_image reads missing
+// bytes as zeros, so a 60-byte file declaring 5000 x 5000 pixels would be a black image, not an error.
 std::string bmp_problem(const uint8_t* d, size_t n, Dimensions& dims) {
-  if (n < 26) return str_cat("it ends after ", n, " bytes, inside its header (truncated?)");
-  const uint32_t info = static_cast<uint32_t>(d[14]) | static_cast<uint32_t>(d[15]) << 8 |
-                        static_cast<uint32_t>(d[16]) << 16 | static_cast<uint32_t>(d[17]) << 24;
-  auto le32 = [&](size_t at) {
-    return static_cast<int32_t>(static_cast<uint32_t>(d[at]) | static_cast<uint32_t>(d[at + 1]) << 8 |
-                                static_cast<uint32_t>(d[at + 2]) << 16 | static_cast<uint32_t>(d[at + 3]) << 24);
-  };
+  if (n < 34) return str_cat("it ends after ", n, " bytes, inside its header (truncated?)");
+  auto le16 = [&](size_t at) { return static_cast<uint32_t>(d[at]) | static_cast<uint32_t>(d[at + 1]) << 8; };
+  auto le32 = [&](size_t at) { return le16(at) | le16(at + 2) << 16; };
+  const uint32_t info = le32(14), offset = le32(10);
+  uint32_t bits = 0, compression = 0;
   if (info == 12) {
-    dims = {static_cast<int64_t>(d[18] | d[19] << 8), static_cast<int64_t>(d[20] | d[21] << 8)};
+    dims = {le16(18), le16(20)};
+    bits = le16(24);
   } else if (info >= 40) {
-    const int64_t height = le32(22);
-    dims = {le32(18), height < 0 ? -height : height};
+    const int64_t height = static_cast<int32_t>(le32(22));
+    dims = {static_cast<int32_t>(le32(18)), height < 0 ? -height : height};
+    bits = le16(28);
+    compression = le32(30);
   } else {
     return str_cat("its info header has an unknown size (", info, " bytes)");
+  }
+  if ((compression == 0 || compression == 3) && dims.width > 0 && bits > 0 && bits <= 32) {
+    const uint64_t row = (static_cast<uint64_t>(dims.width) * bits + 31) / 32 * 4;
+    const uint64_t available = offset <= n ? n - offset : 0;
+    if (static_cast<uint64_t>(dims.height) > available / row)
+      return str_cat("its ", dims.width, "x", dims.height, " pixels need ", row, " x ", dims.height,
+                     " bytes from offset ", offset, ", the file has ", n, " bytes (truncated?)");
   }
   return "";
 }
 
 }  // namespace
 
-Image decode_image(const uint8_t* data, size_t size, const std::string& name, int channels) {
+Image decode_image(const uint8_t* data, size_t size, const std::string& name, int channels, int64_t max_pixels) {
   MINIDL_CHECK(channels == 1 || channels == 3, "load_image: channels must be 1 or 3, got ", channels);
   MINIDL_CHECK(size > 0, "load_image: '", name, "' is empty");
   std::string format, problem;
@@ -185,8 +233,8 @@ Image decode_image(const uint8_t* data, size_t size, const std::string& name, in
   MINIDL_CHECK(problem.empty(), "load_image: '", name, "' is a damaged ", format, ": ", problem);
   MINIDL_CHECK(dims.width >= 1 && dims.height >= 1, "load_image: '", name, "' is a damaged ", format,
                ": its header declares a ", dims.width, "x", dims.height, " image");
-  MINIDL_CHECK(dims.width <= kMaxImagePixels / dims.height, "load_image: '", name, "' is ", dims.width, "x",
-               dims.height, " pixels, more than the ", kMaxImagePixels, " this reader accepts (a corrupt header?)");
+  MINIDL_CHECK(dims.width <= max_pixels / dims.height, "load_image: '", name, "' is ", dims.width, "x", dims.height,
+               " pixels, more than the ", max_pixels, " this reader accepts (a corrupt header?)");
   MINIDL_CHECK(size <= static_cast<size_t>(INT32_MAX), "load_image: '", name, "' is too large (", size, " bytes)");
   int w = 0, h = 0, n = 0;
   unsigned char* pixels = stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &n, channels);

@@ -1,6 +1,7 @@
 // tests/test_image.cpp — reading images: PNG, JPEG and BMP round trips, and every way a file can be
 // wrong, each a one-line error naming the file: missing (with the system's reason), a folder, not an
-// image, a PNG cut before IEND, a damaged chunk name, a failed CRC, a header claiming huge dimensions.
+// image, a PNG cut before IEND, a damaged chunk name, a failed CRC, a header claiming huge dimensions, a
+// BMP or JPEG cut short. (JPEG Huffman tables: tests/fixtures/fuzz/image, replayed by test_fuzz_regressions.)
 #include <stb_image_write.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -178,4 +179,20 @@ TEST_CASE("image: a header claiming huge dimensions is refused before decoding",
   // A small image with the same structure decodes its (missing) data to an error, not a crash.
   write_bytes(dir.file("small.png"), png_claiming(4, 4));
   CHECK_THAT(error_of(dir.file("small.png")), Catch::Contains("small.png' is a damaged PNG"));
+}
+
+TEST_CASE("image: a BMP or JPEG cut short is an error, not an image padded with black", "[image]") {
+  TempDir dir;
+  const Image img = pattern(5, 3);
+  REQUIRE(stbi_write_bmp(dir.file("a.bmp").c_str(), 5, 3, 3, img.pixels.data()) != 0);
+  const std::vector<uint8_t> bmp = read_bytes(dir.file("a.bmp"));
+  write_bytes(dir.file("cut.bmp"), std::vector<uint8_t>(bmp.begin(), bmp.end() - 10));
+  CHECK_THAT(error_of(dir.file("cut.bmp")),
+             Catch::Contains("cut.bmp' is a damaged BMP: its 5x3 pixels need 16 x 3 bytes from offset 54, the file has "
+                             "92 bytes (truncated?)"));
+  REQUIRE(stbi_write_jpg(dir.file("a.jpg").c_str(), 5, 3, 3, img.pixels.data(), 90) != 0);
+  const std::vector<uint8_t> jpg = read_bytes(dir.file("a.jpg"));
+  write_bytes(dir.file("cut.jpg"), std::vector<uint8_t>(jpg.begin(), jpg.end() - 2));  // without ff d9
+  CHECK_THAT(error_of(dir.file("cut.jpg")), Catch::Contains("cut.jpg' is a damaged JPEG: it ends after") &&
+                                                Catch::Contains("without the end-of-image marker"));
 }
