@@ -7,11 +7,19 @@
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
 #   make clean    remove build/
+# Checking builds, each in its own folder, CPU only:
+#   make test-asan   the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)
+#   make test-clang  the whole test suite built with clang (build-clang)
+#   make fuzz        the libFuzzer targets of fuzz/ (clang, build-fuzz), each run FUZZ_SECONDS (default 60)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 60
+# A sanitizer report fails the test that triggered it. The sanitizer build is -O1 with asserts on: half
+# the compile time of -O2, and still fast enough to run every test.
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all configure deps test data mnist captcha clean
+.PHONY: all configure deps test data mnist captcha clean test-asan test-clang fuzz fuzz-corpus
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -34,6 +42,24 @@ mnist: deps all data
 captcha: deps all
 	$(BUILD)/bin/captcha train --save captcha.ckpt $(CAPTCHA_FLAGS)
 	$(BUILD)/bin/captcha eval --model captcha.ckpt
+
+test-asan:
+	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMINIDL_WITH_CUDA=OFF -DMINIDL_SANITIZE=ON
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS)
+
+test-clang:
+	@test -f build-clang/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release \
+	  -DMINIDL_WITH_CUDA=OFF
+	cmake --build build-clang -j $(JOBS)
+	cd build-clang && ctest --output-on-failure -j $(JOBS)
+
+fuzz:
+	JOBS=$(JOBS) bash fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz-corpus:
+	JOBS=$(JOBS) bash fuzz/run.sh --corpus
 
 clean:
 	rm -rf $(BUILD)
