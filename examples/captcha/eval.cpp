@@ -139,7 +139,7 @@ Command add_predict_command(CLI::App& parent) {
   auto a = std::make_shared<PredictArgs>();
   CLI::App* cmd = parent.add_subcommand("predict", "print the text read from each image file");
   cmd->add_option("--model", a->model, "checkpoint saved by `captcha train --save`")->required();
-  cmd->add_option("IMAGE", a->images, "image files (PNG, JPEG, BMP, ...)")->required();
+  cmd->add_option("IMAGE", a->images, "image files (PNG, JPEG or BMP)")->required();
   cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
   return {cmd, [a] { return run_predict(*a); }};

@@ -410,7 +410,7 @@ int main(int argc, char** argv) {
 
   CLI::App* predict_cmd = app.add_subcommand("predict", "print the digit in each image file and its probability");
   predict_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
-  predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG, BMP, ...)")->required();
+  predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG or BMP)")->required();
   predict_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
   predict_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
 
