@@ -6,6 +6,8 @@
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
+#   make compare  deps, build, data, then `minidl compare`: the MNIST CNN on the GPU and on the CPU, side by side
+#                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
 #   make clean    remove build/
 # Checking builds, each in its own folder, CPU only:
 #   make test-asan   the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)
@@ -19,7 +21,7 @@ FUZZ_SECONDS ?= 60
 # the compile time of -O2, and still fast enough to run every test.
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all configure deps test data mnist captcha clean test-asan test-clang fuzz fuzz-corpus
+.PHONY: all configure deps test data mnist captcha compare clean test-asan test-clang fuzz fuzz-corpus
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -42,6 +44,9 @@ mnist: deps all data
 captcha: deps all
 	$(BUILD)/bin/captcha train --save captcha.ckpt $(CAPTCHA_FLAGS)
 	$(BUILD)/bin/captcha eval --model captcha.ckpt
+
+compare: deps all data
+	$(BUILD)/bin/minidl compare $(COMPARE_FLAGS)
 
 test-asan:
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \

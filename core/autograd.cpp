@@ -1,5 +1,6 @@
 #include "core/autograd.h"
 
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -31,6 +32,55 @@ struct AccumulateGrad final : Node {
     return {};
   }
 };
+
+// Gradient-ready hooks, by leaf. The weak pointer guards against a hook outliving its tensor and a new
+// tensor reusing the address.
+struct HookEntry {
+  uint64_t id;
+  std::weak_ptr<TensorImpl> leaf;
+  GradReadyHook fn;
+};
+std::mutex hooks_mutex;
+std::unordered_map<TensorImpl*, std::vector<HookEntry>> hooks_by_leaf;
+uint64_t next_hook_id = 1;
+
+bool any_hooks() {
+  std::lock_guard<std::mutex> lock(hooks_mutex);
+  return !hooks_by_leaf.empty();
+}
+
+bool has_hooks(TensorImpl* leaf) {
+  std::lock_guard<std::mutex> lock(hooks_mutex);
+  auto it = hooks_by_leaf.find(leaf);
+  if (it == hooks_by_leaf.end()) return false;
+  for (const HookEntry& h : it->second)
+    if (h.leaf.lock().get() == leaf) return true;
+  return false;
+}
+
+// The live hooks of `leaf`, copied so they run without the lock (a hook may add or remove hooks).
+std::vector<GradReadyHook> hooks_of(TensorImpl* leaf) {
+  std::lock_guard<std::mutex> lock(hooks_mutex);
+  std::vector<GradReadyHook> out;
+  auto it = hooks_by_leaf.find(leaf);
+  if (it == hooks_by_leaf.end()) return out;
+  for (const HookEntry& h : it->second)
+    if (h.leaf.lock().get() == leaf) out.push_back(h.fn);
+  return out;
+}
+
+void remove_hook(uint64_t id) {
+  std::lock_guard<std::mutex> lock(hooks_mutex);
+  for (auto it = hooks_by_leaf.begin(); it != hooks_by_leaf.end(); ++it) {
+    auto& list = it->second;
+    for (auto h = list.begin(); h != list.end(); ++h)
+      if (h->id == id) {
+        list.erase(h);
+        if (list.empty()) hooks_by_leaf.erase(it);
+        return;
+      }
+  }
+}
 
 std::shared_ptr<Node> edge_to(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return nullptr;
@@ -100,15 +150,40 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     }
   }
 
+  // Gradient-ready hooks: a leaf used k times in the graph has k AccumulateGrad nodes (edge_to makes one
+  // per use); its .grad is final when the walk has passed all k. Count them, for hooked leaves only.
+  std::unordered_map<TensorImpl*, int> accumulations_left;
+  std::unordered_set<TensorImpl*> accumulated;  // hooked leaves that received a gradient in this pass
+  if (any_hooks())
+    for (Node* node : order)
+      if (auto* acc = dynamic_cast<AccumulateGrad*>(node))
+        if (has_hooks(acc->leaf.get())) ++accumulations_left[acc->leaf.get()];
+  // Called for every AccumulateGrad the walk passes, whether a gradient reached it or not.
+  auto passed_accumulation = [&](Node* node, bool received) {
+    if (accumulations_left.empty()) return;
+    auto* acc = dynamic_cast<AccumulateGrad*>(node);
+    if (!acc) return;
+    auto left = accumulations_left.find(acc->leaf.get());
+    if (left == accumulations_left.end()) return;
+    if (received) accumulated.insert(acc->leaf.get());
+    if (--left->second > 0 || !accumulated.count(acc->leaf.get())) return;
+    const Tensor leaf(acc->leaf);
+    for (const GradReadyHook& hook : hooks_of(acc->leaf.get())) hook(leaf);
+  };
+
   std::unordered_map<Node*, Tensor> pending{{start.get(), seed}};
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
     auto found = pending.find(node);
-    if (found == pending.end()) continue;  // no gradient flowed here
+    if (found == pending.end()) {  // no gradient flowed here
+      passed_accumulation(node, false);
+      continue;
+    }
     Tensor g = found->second;
     pending.erase(found);
     grads input_grads = node->apply(g);
     node->release();
+    passed_accumulation(node, true);
     for (size_t i = 0; i < node->next.size() && i < input_grads.size(); ++i) {
       Node* target = node->next[i].get();
       const Tensor& gi = input_grads[i];
@@ -122,6 +197,29 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
         slot->second = add(slot->second, gi);
     }
   }
+}
+
+GradReadyHookHandle add_grad_ready_hook(const Tensor& leaf, GradReadyHook hook) {
+  MINIDL_CHECK(leaf.defined() && leaf.is_leaf() && leaf.requires_grad(),
+               "add_grad_ready_hook: the tensor must be a leaf that requires grad (a parameter)");
+  MINIDL_CHECK(hook != nullptr, "add_grad_ready_hook: empty hook");
+  std::lock_guard<std::mutex> lock(hooks_mutex);
+  const uint64_t id = next_hook_id++;
+  hooks_by_leaf[leaf.impl()].push_back(HookEntry{id, leaf.impl_ptr(), std::move(hook)});
+  return GradReadyHookHandle(id);
+}
+
+GradReadyHookHandle::~GradReadyHookHandle() {
+  if (id_) remove_hook(id_);
+}
+
+GradReadyHookHandle& GradReadyHookHandle::operator=(GradReadyHookHandle&& other) noexcept {
+  if (this != &other) {
+    if (id_) remove_hook(id_);
+    id_ = other.id_;
+    other.id_ = 0;
+  }
+  return *this;
 }
 
 Tensor& Tensor::requires_grad_(bool value) {

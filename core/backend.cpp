@@ -50,6 +50,13 @@ void check_device_usable(const Device& d) {
                device_type_name(d.type), " device(s) found");
 }
 
+std::string why_no_gpu() {
+  if (!has_backend(DeviceType::cuda)) return "this build has no CUDA support";
+  DeviceBackend& cuda = backend_for(DeviceType::cuda);
+  if (cuda.device_count() > 0) return "";
+  return "no usable CUDA GPU: " + cuda.unavailable_reason();
+}
+
 Device choose_device(const std::string& flag, const std::string& program) {
   const char* name = program.c_str();
   if (flag != "auto") {
@@ -58,16 +65,10 @@ Device choose_device(const std::string& flag, const std::string& program) {
     std::printf("%s: device %s (--device %s)\n", name, d.str().c_str(), flag.c_str());
     return d;
   }
-  std::string why;
-  if (!has_backend(DeviceType::cuda)) {
-    why = "this build has no CUDA support";
-  } else {
-    DeviceBackend& cuda = backend_for(DeviceType::cuda);
-    if (cuda.device_count() > 0) {
-      std::printf("%s: device cuda:0 (--device auto: a CUDA GPU is usable; --device cpu to use the CPU)\n", name);
-      return Device::cuda(0);
-    }
-    why = "no usable CUDA GPU: " + cuda.unavailable_reason();
+  const std::string why = why_no_gpu();
+  if (why.empty()) {
+    std::printf("%s: device cuda:0 (--device auto: a CUDA GPU is usable; --device cpu to use the CPU)\n", name);
+    return Device::cuda(0);
   }
   std::printf("%s: device cpu (--device auto: %s)\n", name, why.c_str());
   return Device::cpu();

@@ -77,6 +77,10 @@ std::string describe_cuda_memory_limit_environment();
 // programs call it before doing anything else.
 void check_environment();
 
+// "" when cuda:0 is usable; otherwise why not ("this build has no CUDA support", "no usable CUDA GPU: <the
+// runtime's reason>"). What --device auto and `minidl compare` decide by.
+std::string why_no_gpu();
+
 // The device a program's --device flag names ("auto", "cpu", "cuda", "cuda:N"). "auto" picks cuda:0 when a
 // GPU is usable and the CPU otherwise; the choice and its reason are printed as "<program>: device ...".
 Device choose_device(const std::string& flag, const std::string& program);

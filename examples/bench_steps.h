@@ -9,6 +9,9 @@
 //   3. Latency: `steps` more steps, each followed by a wait for the device; the median of those times.
 //      A wait per step lets the GPU idle while the host queues the next step, so this is >= the mean.
 // Time is host wall-clock time (std::chrono::steady_clock) around device synchronisations.
+// --distributed (with mpirun, or alone for one rank): each step is one rank's step of data-parallel training
+// (dist/data_parallel.h) on its part of the --batch; with one rank this measures what the gradient buckets
+// and the all-reduce cost (docs/distributed.md, "Overhead").
 #pragma once
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -122,9 +125,11 @@ struct BenchFlags {
   uint64_t seed = 1;
   bool deterministic = false;
   std::vector<std::string> kernels;
+  bool distributed = false;
 };
 
-// Adds --device, --batch, --warmup, --steps, --kernel, --seed and --json to `cmd`, bound to `f`.
+// Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic and --distributed
+// to `cmd`, bound to `f`.
 inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
   cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
@@ -138,6 +143,8 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--json", f.json, "write the settings and times as one JSON object to FILE");
   cmd->add_flag("--deterministic", f.deterministic,
                 "only deterministic algorithms on a GPU, as `train --deterministic` (to measure what it costs)");
+  cmd->add_flag("--distributed", f.distributed,
+                "time one rank's data-parallel step (mpirun -np N ...; --batch is the global batch)");
 }
 
 // What one bench run measured, for report().

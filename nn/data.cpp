@@ -50,22 +50,50 @@ Batch TensorDataset::get_batch(const std::vector<int64_t>& indices) const {
   return Batch{gather_rows(inputs_, indices), gather_rows(targets_, indices)};
 }
 
+// ------------------------------------------------------------------ DatasetSlice and shard_range
+
+DatasetSlice::DatasetSlice(std::shared_ptr<const Dataset> dataset, int64_t begin, int64_t end)
+    : dataset_(std::move(dataset)), begin_(begin), end_(end) {
+  MINIDL_CHECK(dataset_ != nullptr, "DatasetSlice: no dataset");
+  MINIDL_CHECK(0 <= begin && begin <= end && end <= dataset_->size(), "DatasetSlice: samples [", begin, ", ", end,
+               ") of a dataset of ", dataset_->size());
+}
+
+Batch DatasetSlice::get_batch(const std::vector<int64_t>& indices) const {
+  std::vector<int64_t> shifted(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k) {
+    MINIDL_CHECK(indices[k] >= 0 && indices[k] < size(), "DatasetSlice: sample index ", indices[k],
+                 " out of range [0, ", size(), ")");
+    shifted[k] = indices[k] + begin_;
+  }
+  return dataset_->get_batch(shifted);
+}
+
+Range shard_range(int64_t n, int index, int count) {
+  MINIDL_CHECK(count >= 1 && index >= 0 && index < count, "shard_range: part ", index, " of ", count);
+  return Range{n * index / count, n * (index + 1) / count};
+}
+
 // ------------------------------------------------------------------ DataLoader
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options)
     : dataset_(std::move(dataset)), options_(options) {
   MINIDL_CHECK(dataset_ != nullptr, "DataLoader: no dataset");
   MINIDL_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ", options_.batch_size);
+  MINIDL_CHECK(options_.shard_count >= 1 && options_.shard_index >= 0 && options_.shard_index < options_.shard_count,
+               "DataLoader: shard ", options_.shard_index, " of ", options_.shard_count);
   seed_ = options_.seed ? *options_.seed : current_seed();
 }
 
 int64_t DataLoader::num_batches() const {
   const int64_t n = dataset_->size(), b = options_.batch_size;
-  return options_.drop_last ? n / b : (n + b - 1) / b;
+  if (options_.drop_last) return n / b;
+  const bool last_skipped = n % b != 0 && n % b < options_.shard_count;  // too small to give every part a sample
+  return n / b + (n % b != 0 && !last_skipped ? 1 : 0);
 }
 
 int64_t DataLoader::num_samples() const {
-  return options_.drop_last ? num_batches() * options_.batch_size : dataset_->size();
+  return std::min(dataset_->size(), num_batches() * options_.batch_size);
 }
 
 // Fisher-Yates: for i = n-1 .. 1, swap element i with a uniform j in [0, i]. The random word for
@@ -86,10 +114,15 @@ std::vector<int64_t> DataLoader::order(int64_t epoch) const {
 DataLoader::Epoch DataLoader::epoch(int64_t e) {
   const std::vector<int64_t> idx = order(e);
   std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> global_sizes;
   const int64_t b = options_.batch_size, total = num_samples();
-  for (int64_t start = 0; start < total; start += b)
-    batches.emplace_back(idx.begin() + start, idx.begin() + std::min(start + b, total));
-  return Epoch(dataset_, std::move(batches), options_.prefetch);
+  for (int64_t start = 0; start < total; start += b) {
+    const int64_t n = std::min(b, total - start);
+    const Range part = shard_range(n, options_.shard_index, options_.shard_count);
+    batches.emplace_back(idx.begin() + start + part.begin, idx.begin() + start + part.end);
+    global_sizes.push_back(n);
+  }
+  return Epoch(dataset_, std::move(batches), std::move(global_sizes), options_.prefetch);
 }
 
 // ------------------------------------------------------------------ Epoch and its prefetch thread
@@ -99,7 +132,14 @@ struct DataLoader::Epoch::Impl {
 
   std::shared_ptr<const Dataset> dataset;
   std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> global_sizes;  // Batch::global_size of each batch
   size_t consumed = 0;  // batches handed to the consumer
+
+  Batch assemble(size_t k) const {
+    Batch batch = dataset->get_batch(batches[k]);
+    batch.global_size = global_sizes[k];
+    return batch;
+  }
 
   // Shared with the worker, guarded by mutex.
   std::mutex mutex;
@@ -111,10 +151,10 @@ struct DataLoader::Epoch::Impl {
   std::thread worker;
 
   void produce() {
-    for (const auto& indices : batches) {
+    for (size_t k = 0; k < batches.size(); ++k) {
       Batch batch;
       try {
-        batch = dataset->get_batch(indices);
+        batch = assemble(k);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex);
         error = std::current_exception();
@@ -143,10 +183,13 @@ struct DataLoader::Epoch::Impl {
 };
 
 DataLoader::Epoch::Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
-                         bool prefetch)
+                         std::vector<int64_t> global_sizes, bool prefetch)
     : impl_(std::make_unique<Impl>()) {
+  MINIDL_CHECK(global_sizes.size() == batches.size(), "DataLoader::Epoch: ", batches.size(), " batches but ",
+               global_sizes.size(), " global sizes");
   impl_->dataset = std::move(dataset);
   impl_->batches = std::move(batches);
+  impl_->global_sizes = std::move(global_sizes);
   if (prefetch && !impl_->batches.empty()) impl_->worker = std::thread([impl = impl_.get()] { impl->produce(); });
 }
 
@@ -157,7 +200,7 @@ bool DataLoader::Epoch::next(Batch& out) {
   Impl& s = *impl_;
   if (s.consumed >= s.batches.size()) return false;
   if (!s.worker.joinable()) {  // no prefetch: assemble here
-    out = s.dataset->get_batch(s.batches[s.consumed]);
+    out = s.assemble(s.consumed);
     ++s.consumed;
     return true;
   }

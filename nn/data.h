@@ -18,6 +18,12 @@
 //
 // The order of epoch e is a pure function of (seed, e): a Fisher-Yates shuffle driven by Philox
 // (core/philox.h), so runs are reproducible whatever else draws random numbers.
+//
+// Data-parallel reading: with shard_count = W, W loaders (one per process, same seed and options) cut every
+// batch of that order into W contiguous parts and loader k yields part k (shard_range). The processes
+// read disjoint samples and, together, exactly the batches one loader would yield. Batch::global_size
+// says how large the whole batch was. DatasetSlice gives each process a contiguous part of a dataset
+// (evaluation, where batches need not line up).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -31,8 +37,19 @@ namespace minidl {
 struct Batch {
   Tensor inputs;   // [B, ...]
   Tensor targets;  // [B, ...]
+  // Set by DataLoader: the samples in the whole batch of which this is one part (a sharded loader), or
+  // size() (an unsharded one). 0 in a batch straight from Dataset::get_batch.
+  int64_t global_size = 0;
   int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
 };
+
+// The samples [begin, end) of n that part `index` of `count` holds: n * index / count up to
+// n * (index + 1) / count (sizes differ by at most one; a part is empty when n < count).
+struct Range {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+Range shard_range(int64_t n, int index, int count);
 
 class Dataset {
  public:
@@ -41,6 +58,18 @@ class Dataset {
   // The samples at `indices` stacked into one batch of CPU tensors. Called from the prefetch thread, so
   // it must not modify shared state.
   virtual Batch get_batch(const std::vector<int64_t>& indices) const = 0;
+};
+
+// Samples [begin, end) of another dataset, renumbered from 0.
+class DatasetSlice : public Dataset {
+ public:
+  DatasetSlice(std::shared_ptr<const Dataset> dataset, int64_t begin, int64_t end);
+  int64_t size() const override { return end_ - begin_; }
+  Batch get_batch(const std::vector<int64_t>& indices) const override;
+
+ private:
+  std::shared_ptr<const Dataset> dataset_;
+  int64_t begin_, end_;
 };
 
 // Samples are the rows (dim 0) of two CPU tensors with the same first dimension, e.g. images float32
@@ -63,6 +92,10 @@ struct DataLoaderOptions {
   std::optional<uint64_t> seed;  // of the shuffle; the global seed (core/random.h) when unset
   bool drop_last = false;        // drop the last batch when it would be smaller than batch_size
   bool prefetch = true;          // assemble batches on a background thread
+  // Data-parallel reading (see the header comment): this loader yields part shard_index of every batch
+  // of shard_count parts; batch_size is the whole (global) batch. A batch with fewer samples than
+  // shard_count (only a last, partial one can be) would leave a part empty and is skipped.
+  int shard_index = 0, shard_count = 1;
 };
 
 class DataLoader {
@@ -70,7 +103,7 @@ class DataLoader {
   DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderOptions& options);
 
   int64_t num_batches() const;
-  // Samples per epoch (the dataset size, minus the dropped partial batch).
+  // Samples per epoch in all parts together (the dataset size, minus a dropped or skipped last batch).
   int64_t num_samples() const;
   const DataLoaderOptions& options() const { return options_; }
   // The order in which epoch e visits the samples (identity without shuffle).
@@ -88,7 +121,9 @@ class DataLoader {
 
 class DataLoader::Epoch {
  public:
-  Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches, bool prefetch);
+  // batches: the sample indices of each batch; global_sizes: each batch's Batch::global_size.
+  Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
+        std::vector<int64_t> global_sizes, bool prefetch);
   ~Epoch();
   Epoch(Epoch&&) noexcept;
   Epoch& operator=(Epoch&&) = delete;

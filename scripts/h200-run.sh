@@ -3,9 +3,11 @@
 # `minidl info`, the whole test binary, MNIST timings (default and all-hand-written kernels, batch 64
 # and 256), the kernel benchmark, the GPU tests under compute-sanitizer memcheck, the captcha training
 # with default settings and its evaluation on 10,000 fresh captchas (captcha_lstm: the same with the LSTM
-# of captcha_break's recipe), the captcha step benchmark, and the PyTorch side-by-side comparison. Each step has its own time limit; logs go to $OUT/<step>.log and a
-# summary to $OUT/summary.log. The default steps fit one 10-minute call; captcha (~4 minutes) and torch
-# (~2) are asked for by name.
+# of captcha_break's recipe), the captcha step benchmark, the PyTorch side-by-side comparison, and
+# `minidl compare` (the MNIST CNN on this GPU and on this CPU: table.md, curves.svg in $OUT/compare).
+# Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
+# default steps fit one 10-minute call; captcha (~4 minutes), torch (~2) and compare (~1-2) are asked
+# for by name.
 #   BUILD=build-cuda DATA=data/mnist bash scripts/h200-run.sh [STEP...]
 # The machine has no fonts: carry data/fonts/DejaVuSans-Bold.ttf and it is used for the captchas.
 set -u
@@ -53,6 +55,13 @@ for s in "${steps[@]}"; do
       run captcha_bench_fused 40 "$bin/captcha" bench --device cuda --gru fused
       run captcha_bench_lstm 40 "$bin/captcha" bench --device cuda --rnn lstm
       MINIDL_TF32=1 run captcha_bench_tf32 40 "$bin/captcha" bench --device cuda ;;
+    compare)  # `minidl compare`: MNIST on the GPU, then on this host's CPU (OMP_NUM_THREADS), docs/compare.md.
+      # The CPU side: 3 epochs of --cpu-limit images. `mnist bench` on 16 cores measured 10.7 ms per step
+      # of 64 (docs/results.md), ~6,000 images/s: 3 x 30,000 images is ~15 s at that rate, ~45 s at a
+      # third of it, plus a test pass per epoch. COMPARE_CPU_LIMIT=0: all 60,000 (~2 min at a third).
+      run compare 400 "$bin/minidl" compare --data "$data" --epochs 3 --cpu-limit "${COMPARE_CPU_LIMIT:-30000}" \
+        --out "$out/compare"
+      tail -n 30 "$out/compare.log" ;;
     torch) OUT=$out/torch BUILD=${BUILD:-build-cuda} run torch 200 bash scripts/compare-torch.sh ;;
     *) echo "unknown step $s" ;;
   esac

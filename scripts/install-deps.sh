@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages minidl needs, non-interactively, when run as root; otherwise prints the
-# command to run. The CUDA toolkit (nvcc, cuBLAS, cuDNN) is not a Debian package here: when it is
-# missing, minidl builds its CPU part only and `minidl info` says so.
+# command to run. The CUDA toolkit (nvcc, cuBLAS, cuDNN; NCCL where it ships with the toolkit) is not a
+# Debian package here: when it is missing, minidl builds its CPU part only and `minidl info` says so.
 set -euo pipefail
 
 packages=(
@@ -15,6 +15,7 @@ packages=(
   catch2                            # tests
   clang libomp-dev                  # `make test-clang` (clang's OpenMP runtime) and `make fuzz`
   libclang-rt-dev                   # clang's sanitizer and libFuzzer runtimes (`make fuzz`)
+  openmpi-bin libopenmpi-dev        # minidl::dist: mpirun and MPI for multi-process training (--distributed)
 )
 
 missing=()

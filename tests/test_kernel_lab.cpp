@@ -18,6 +18,7 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
 #include "tools/kernel_table.h"
+#include "tools/svg.h"
 
 using namespace minidl;
 using namespace minidl::testing;
@@ -84,43 +85,6 @@ std::vector<std::string> words(const std::string& line) {
 }
 
 std::string temp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
-
-// "" when `svg` is well-formed for what the bench writes: one <svg> root, every tag closed in order, no
-// stray '<' or '&' in text. Otherwise what is wrong.
-std::string svg_problems(const std::string& svg) {
-  std::vector<std::string> open;
-  size_t pos = 0;
-  bool seen_root = false;
-  while ((pos = svg.find('<', pos)) != std::string::npos) {
-    const size_t end = svg.find('>', pos);
-    if (end == std::string::npos) return "a '<' without '>'";
-    std::string tag = svg.substr(pos + 1, end - pos - 1);
-    pos = end + 1;
-    if (tag.empty()) return "an empty tag";
-    if (tag[0] == '/') {
-      const std::string name = tag.substr(1);
-      if (open.empty() || open.back() != name) return "</" + name + "> closes nothing open";
-      open.pop_back();
-      continue;
-    }
-    const std::string name = tag.substr(0, tag.find_first_of(" \n/"));
-    if (name.find('<') != std::string::npos) return "a '<' inside a tag";
-    if (open.empty()) {
-      if (seen_root || name != "svg") return "content outside the <svg> root: <" + name + ">";
-      seen_root = true;
-    }
-    if (tag.back() != '/') open.push_back(name);
-  }
-  if (!seen_root) return "no <svg> root";
-  if (!open.empty()) return "<" + open.back() + "> is never closed";
-  for (size_t amp = svg.find('&'); amp != std::string::npos; amp = svg.find('&', amp + 1)) {
-    const std::string entity = svg.substr(amp, 6);
-    if (entity.rfind("&amp;", 0) != 0 && entity.rfind("&lt;", 0) != 0 && entity.rfind("&gt;", 0) != 0 &&
-        entity.rfind("&quot;", 0) != 0)
-      return "a bare '&'";
-  }
-  return "";
-}
 
 // A deliberately wrong matmul: the naive product, then one element off by 1.
 bool wrong_matmul(const Tensor& a, const Tensor& b, Tensor& out, bool ta, bool tb) {
@@ -234,9 +198,9 @@ TEST_CASE("minidl bench: the table, JSON Lines and SVG, and a wrong kernel caugh
   CHECK(wrong_records == 2);
 
   // The SVG: well-formed, with both panels and the peaks it assumed.
-  const std::string svg = read_file(o.svg_path);
-  CHECK(svg_problems(svg) == "");
-  CHECK_THAT(svg, Catch::Contains("roofline") && Catch::Contains("peaks assumed") && Catch::Contains("test_wrong"));
+  const std::string drawing = read_file(o.svg_path);
+  CHECK(svg::problems(drawing) == "");
+  CHECK_THAT(drawing, Catch::Contains("roofline") && Catch::Contains("peaks assumed") && Catch::Contains("test_wrong"));
   std::filesystem::remove(o.json_path);
   std::filesystem::remove(o.svg_path);
 }

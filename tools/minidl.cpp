@@ -1,18 +1,29 @@
-// tools/minidl.cpp — the `minidl` command: inspect the build and the dispatch table, and time kernels.
+// tools/minidl.cpp — the `minidl` command: inspect the build and the dispatch table, time kernels, compare
+// a training run on the GPU and the CPU, and plot training curves.
 //   minidl kernels [--op OP]... [--device cpu|cuda]   every registered kernel: op, stage, device, name,
 //                                                      priority, default, signature, description
-//   minidl info                                        devices, driver/runtime/library versions, build
+//   minidl info                                        devices, driver/runtime/library versions, build,
+//                                                      dist backends
 //   minidl bench [--op OP]... [--kernel NAME]... [--device cpu|cuda] [--shape KEY:SPEC]... [--repeat N]
 //                [--json FILE] [--svg FILE]            every kernel of every key, timed and checked
 //                                                      (tools/bench/, docs/benchmarks.md)
+//   minidl compare [--example mnist|captcha] [--data DIR] [--epochs N] [--cpu-limit N] [--seed N]
+//                  [--out DIR] [-- FLAGS...]           the same training on the GPU and the CPU, side by side
+//                                                      (tools/compare.h, docs/compare.md)
+//   minidl plot METRICS.jsonl... -o FILE.svg [--x epoch|step] [--y loss,accuracy] [--label NAME]...
+//                                                      training curves of --metrics files (tools/plot.h)
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
 #include "core/dispatch.h"
 #include "core/info.h"
+#include "dist/communicator.h"
+#include "examples/flags.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
+#include "tools/compare.h"
 #include "tools/kernel_table.h"
+#include "tools/plot.h"
 
 using namespace minidl;
 
@@ -34,7 +45,8 @@ static std::string shape_syntax_help() {
 }
 
 int main(int argc, char** argv) {
-  CLI::App app{"minidl: a small deep-learning framework. Inspect the build and its kernels."};
+  CLI::App app{"minidl: a small deep-learning framework. Inspect the build and its kernels, compare devices, "
+               "plot training curves."};
   app.require_subcommand(1);
   std::vector<std::string> kernel_flags;
   app.add_option("--kernel", kernel_flags, "select a kernel, OP=NAME (repeatable)");
@@ -61,6 +73,38 @@ int main(int argc, char** argv) {
   bench->add_option("--svg", b.svg_path, "also draw GFLOP/s bars and a roofline to FILE");
   bench->footer(shape_syntax_help());
 
+  CompareOptions c;
+  CLI::App* compare = app.add_subcommand(
+      "compare", "train the same model with the same seed on the GPU and on the CPU; print a side-by-side table");
+  compare->add_option("--example", c.example, "the program: mnist or captcha")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"mnist", "captcha"}));
+  compare->add_option("--data", c.data, "--data for both runs (default: each program finds its own)");
+  compare->add_option("--epochs", c.epochs, "epochs of both runs (default: the program's, mnist 3, captcha 20)")
+      ->check(examples::at_least(1));
+  compare->add_option("--cpu-limit", c.cpu_limit,
+                      "train the CPU on N images per epoch (mnist --limit, captcha --epoch-size: the speed-up per "
+                      "image stays fair, the CPU's accuracy is then not comparable; 0: no limit)")
+      ->check(examples::at_least(0));
+  compare->add_option("--seed", c.seed, "--seed of both runs")->capture_default_str();
+  compare->add_option("--out", c.out, "folder for table.md, curves.svg, the runs' metrics and logs")
+      ->capture_default_str();
+  compare->add_option("flags", c.extra, "after --: more flags for both runs (-- --batch 128 --lr 1e-3)");
+
+  std::vector<std::string> plot_files_given, plot_labels;
+  std::string plot_out;
+  PlotOptions plot;
+  CLI::App* plot_cmd = app.add_subcommand("plot", "draw the loss and accuracy curves of --metrics files as SVG");
+  plot_cmd->add_option("METRICS", plot_files_given, "--metrics files of mnist train or captcha train (JSON Lines)")
+      ->required();
+  plot_cmd->add_option("-o,--out", plot_out, "the SVG file to write")->required();
+  plot_cmd->add_option("--x", plot.x, "x axis")->capture_default_str()->check(CLI::IsMember({"epoch", "step"}));
+  plot_cmd->add_option("--y", plot.y, "one panel per name; loss and accuracy draw their train_, test_ and val_ "
+                                      "variants, other names their own key (images_per_second, lr)")
+      ->delimiter(',')
+      ->capture_default_str();
+  plot_cmd->add_option("--label", plot_labels, "the legend's name of each file, in order (default: the file name)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     select_kernels_from_flags(kernel_flags);
@@ -74,8 +118,15 @@ int main(int argc, char** argv) {
                                                           "to select OP=NAME put --kernel before `bench`");
       return bench::run_bench(b, stdout);
     }
+    if (*compare) return run_compare(c, stdout);
+    if (*plot_cmd) {
+      plot_files(plot_files_given, plot_labels, plot_out, plot, stderr);
+      std::printf("plot: wrote %s\n", plot_out.c_str());
+      return 0;
+    }
     if (*info) {
       std::fputs(system_info_report().c_str(), stdout);
+      std::fputs(("\n" + dist::info_report()).c_str(), stdout);
       return 0;
     }
   } catch (const std::exception& e) {

@@ -4,19 +4,24 @@
 //
 //   captcha bench [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100] [--rnn gru|lstm]
 //                 [--gru auto|fused|composed|sequence] [--kernel OP=NAME]... [--seed N] [--json FILE]
+//                 [--deterministic] [--distributed]
 //
 // The model is examples/captcha/model.h with its default configuration (192x64 input, 36 characters + the
 // blank), with a GRU or (--rnn lstm) an LSTM. The batch is made once, on the device: pixels uniform in [0, 1) [N, 3, 64, 192], 4 random
 // characters per image (classes 1..36), input lengths 12 (every time step), target lengths 4. Each step is
 // train_step (common.h), the step `captcha train` runs: forward, ctc_loss, zero_grad, backward, Adam
 // (lr 1e-3) step. No data loading, no learning-rate schedule. Timing: examples/bench_steps.h.
-// --json FILE writes one JSON object (one line) with the settings and the times.
+// --json FILE writes one JSON object (one line) with the settings and the times. --distributed: each rank
+// times its step on batch / world samples, with DataParallel's buckets and all-reduce (bench_steps.h).
+// In the report: "batch" the global batch, and "world_size".
 #include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/random.h"
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
 #include "examples/bench_steps.h"
 #include "examples/captcha/common.h"
 
@@ -41,8 +46,11 @@ const std::vector<std::string> kReportedKeys = {
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
-  set_deterministic_algorithms(a.deterministic);
-  const Device device = choose_device(a.device);
+  set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
+  std::unique_ptr<dist::DistributedRun> job;
+  if (a.distributed)
+    job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
+  const Device device = job ? job->device : choose_device(a.device);
   ModelConfig config;
   config.rnn = parse_rnn_kind(a.rnn);
   config.gru_path = parse_gru_path(a.gru);
@@ -50,12 +58,16 @@ int run_bench(const BenchArgs& a) {
   auto model = std::make_shared<CaptchaModel>(config);
   model->to(device);  // before building the optimizer (nn/module.h)
   model->train();
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job)
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
   AdamOptions adam_options;
   adam_options.lr = 1e-3;
   Adam optimizer(model->parameters(), adam_options);
 
-  // The synthetic batch, made once on the device.
-  const int64_t B = a.batch, T = config.time_steps();
+  // The synthetic batch (this rank's part of it), made once on the device.
+  const int64_t B = job ? job->local_batch(a.batch) : a.batch, T = config.time_steps();
   const Tensor inputs = rand({B, 3, config.height, config.width}, TensorOptions(DType::float32, device));
   std::mt19937_64 rng(a.seed);
   std::uniform_int_distribution<int> character(1, static_cast<int>(config.classes) - 1);
@@ -69,18 +81,26 @@ int run_bench(const BenchArgs& a) {
               "%d characters; Adam lr 1e-3; %d warm-up steps, then %d timed steps twice\n",
               kModelName, static_cast<long long>(model->parameter_count()), model->rnn->type_name().c_str(),
               rnn_path_shown(config, device).c_str(),
-              static_cast<long long>(B), config.height, config.width, static_cast<long long>(T), kLabelLength,
+              static_cast<long long>(a.batch), config.height, config.width, static_cast<long long>(T), kLabelLength,
               a.warmup, a.steps);
+  if (dp)
+    std::printf("captcha bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n",
+                job->world_size, static_cast<long long>(B), dp->bucket_count());
   std::fflush(stdout);
 
   Tensor last_loss;
   const bench_steps::StepTimes t = bench_steps::time_steps(device, a.warmup, a.steps, [&] {
-    last_loss = train_step(*model, optimizer, inputs, targets, input_lengths, target_lengths).loss;
+    if (dp) dp->begin_step(B, a.batch);
+    last_loss = train_step(*model, optimizer, inputs, targets, input_lengths, target_lengths, [&] {
+                  if (dp) dp->finish_step();
+                }).loss;
   });
-  bench_steps::BenchRun run{"captcha bench", "captcha", device, B, a.warmup, t, last_loss.item<double>(),
+  bench_steps::BenchRun run{"captcha bench", "captcha", device, a.batch, a.warmup, t, last_loss.item<double>(),
                             kReportedKeys};
-  run.extra = {{"rnn", rnn_kind_name(config.rnn)}, {"gru", rnn_path_shown(config, device)}};
-  bench_steps::report(run, a.json);
+  run.extra = {{"rnn", rnn_kind_name(config.rnn)},
+               {"gru", rnn_path_shown(config, device)},
+               {"world_size", job ? job->world_size : 0}};
+  bench_steps::report(run, !job || job->is_root() ? a.json : "");
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // examples/captcha/common.cpp — helpers shared by the captcha subcommands (common.h).
 #include "examples/captcha/common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -90,12 +91,14 @@ LoadedModel load_model(const std::string& path, Device device) {
 }
 
 TrainStep train_step(CaptchaModel& model, Optimizer& optimizer, const Tensor& inputs, const Tensor& targets,
-                     const Tensor& input_lengths, const Tensor& target_lengths) {
+                     const Tensor& input_lengths, const Tensor& target_lengths,
+                     const std::function<void()>& after_backward) {
   TrainStep s;
   s.log_probs = model(inputs);
   s.loss = ctc_loss(s.log_probs, targets, input_lengths, target_lengths, 0, /*zero_infinity=*/true);
   optimizer.zero_grad();
   s.loss.backward();
+  if (after_backward) after_backward();
   optimizer.step();
   return s;
 }
@@ -131,6 +134,11 @@ EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& 
   r.loss = loss_sum / static_cast<double>(r.count);
   r.sequence_accuracy = sequence_accuracy(read, truth);
   r.character_accuracy = character_accuracy(read, truth);
+  for (size_t i = 0; i < truth.size(); ++i) {  // the counts behind character_accuracy (nn/ctc_decode.h)
+    r.characters += static_cast<int64_t>(std::max(read[i].size(), truth[i].size()));
+    for (size_t j = 0; j < std::min(read[i].size(), truth[i].size()); ++j)
+      r.correct_characters += read[i][j] == truth[i][j];
+  }
   for (size_t i = 0; i < truth.size(); ++i) {
     if (read[i] == truth[i]) {
       ++r.correct;

@@ -15,6 +15,7 @@
 
 #include "core/backend.h"
 #include "core/numerics.h"
+#include "dist/process.h"
 #include "examples/captcha/common.h"
 #include "examples/train_guard.h"
 
@@ -36,15 +37,13 @@ int main(int argc, char** argv) {
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
   } catch (const minidl::NonFiniteError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "captcha: %s\n", e.what());
-    return examples::kExitNonFinite;
+    // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
+    // a job, when only this rank found it, the whole job ends with that status.
+    return minidl::dist::report_error(e, "captcha", examples::kExitNonFinite);
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    // The generator's own errors already start with "captcha: ".
-    const std::string message = e.what();
-    std::fprintf(stderr, "%s%s\n", message.rfind("captcha: ", 0) == 0 ? "" : "captcha: ", message.c_str());
-    return 1;
+    // "captcha: <message>" (the generator's own errors already start so); in a --distributed job, an error
+    // of this rank alone ends the whole job (dist/process.h).
+    return minidl::dist::report_error(e, "captcha");
   }
   return 0;
 }

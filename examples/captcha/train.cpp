@@ -6,7 +6,7 @@
 //                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
 //                 [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--resume FILE] [--stop-after-epochs N]
-//                 [--deterministic]
+//                 [--deterministic] [--distributed]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
@@ -28,6 +28,14 @@
 // save file keeps the last good epoch (examples/train_guard.h). --deterministic: the same bits on a GPU
 // for the same flags (core/determinism.h); the CPU always gives them for the same --threads and
 // OMP_NUM_THREADS.
+// --distributed: one rank of a data-parallel job, `mpirun -np N captcha train --distributed ...`
+// (docs/distributed.md): --batch stays the global batch; each rank trains on its part of every batch and
+// validates on its part of the validation set; gradients, losses and accuracies are summed over the ranks
+// and batch-norm statistics averaged before each validation; only rank 0 prints, writes, checks the save
+// path and saves. Batch norm normalises over each rank's part (no synchronised batch norm). A file saved
+// by a job of any size resumes in a job of any size that divides --batch (--resume FILE must be readable
+// on every rank). A NaN or infinite loss on any rank stops every rank together, exit status 3
+// (examples/train_guard.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -40,6 +48,8 @@
 #include "core/determinism.h"
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
 #include "examples/flags.h"
 #include "examples/captcha/common.h"
 #include "examples/train_guard.h"
@@ -72,11 +82,17 @@ struct TrainArgs {
   uint64_t seed = 1;
   bool deterministic = false;
   std::vector<std::string> kernels;
+  bool distributed = false;
   CLI::Option* charset_flag = nullptr;  // was --charset given?
   CLI::Option* length_flag = nullptr;
 };
 
 // Where batches come from: a fresh generated range per epoch, or one loader over a folder.
+// This rank's part of every batch in a --distributed job (DataLoaderOptions::shard_index/shard_count).
+struct Shard {
+  int index = 0, count = 1;
+};
+
 struct TrainingData {
   std::string charset, length, description;
   int max_length = 0;
@@ -90,7 +106,7 @@ std::shared_ptr<TensorDataset> folder_dataset(const CaptchaDataset& folder, cons
   return std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, charset).targets);
 }
 
-TrainingData generated_data(const TrainArgs& a, int threads) {
+TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
   CaptchaOptions options;
   options.charset = a.charset;
   std::tie(options.min_length, options.max_length) = parse_length_range(a.length);
@@ -109,19 +125,21 @@ TrainingData generated_data(const TrainArgs& a, int threads) {
   const int64_t per_epoch = d.batches_per_epoch * a.batch;
   const uint64_t seed = a.seed;
   const int64_t batch = a.batch;
-  d.loader = [options, seed, per_epoch, batch, threads](int64_t epoch) {
+  d.loader = [options, seed, per_epoch, batch, threads, shard](int64_t epoch) {
     auto data = std::make_shared<GeneratedCaptchaDataset>(options, seed, per_epoch, threads,
                                                           static_cast<uint64_t>(epoch * per_epoch));
     DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.drop_last = true;
+    lo.shard_index = shard.index;
+    lo.shard_count = shard.count;
     return DataLoader(data, lo);
   };
   d.validation = std::make_shared<GeneratedCaptchaDataset>(options, a.seed + 1, a.val_count, threads);
   return d;
 }
 
-TrainingData folder_data(const TrainArgs& a, int threads) {
+TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
   CaptchaFolderOptions fo;
   fo.width = a.width;
   fo.height = a.height;
@@ -174,22 +192,25 @@ TrainingData folder_data(const TrainArgs& a, int threads) {
                           a.val_data.empty() ? ", held out" : str_cat(" from ", a.val_data), ")");
   const uint64_t seed = a.seed;
   const int64_t batch = a.batch;
-  d.loader = [train, seed, batch, drop_last](int64_t) {
+  d.loader = [train, seed, batch, drop_last, shard](int64_t) {
     DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.shuffle = true;
     lo.seed = seed;
     lo.drop_last = drop_last;
+    lo.shard_index = shard.index;
+    lo.shard_count = shard.count;
     return DataLoader(train, lo);
   };
   return d;
 }
 
 // Losses of recent steps, kept on the device and read in one go (a read waits for the GPU). Each read
-// loss is checked by the guard, which throws at the first that is not finite.
+// loss is checked by the guard, which stops at the first that is not finite (in a --distributed job, at
+// the guard's next agree()).
 class LossLog {
  public:
-  explicit LossLog(const examples::DivergenceGuard& guard) : guard_(guard) {}
+  explicit LossLog(examples::DivergenceGuard& guard) : guard_(guard) {}
   // `step` (1-based over the run) and `lr` (that step's learning rate) are for the guard's message.
   void add(const Tensor& loss, int64_t samples, int64_t step, double lr) {
     pending_.push_back(loss.detach().reshape({1}));
@@ -211,9 +232,15 @@ class LossLog {
   }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   int64_t samples() const { return count_; }
+  // Data-parallel: the totals of every rank (call on every rank, after flush()).
+  void sum_over_ranks(dist::DataParallel& dp) {
+    const std::vector<double> total = dp.sum({sum_, static_cast<double>(count_)});
+    sum_ = total[0];
+    count_ = static_cast<int64_t>(total[1]);
+  }
 
  private:
-  const examples::DivergenceGuard& guard_;
+  examples::DivergenceGuard& guard_;
   std::vector<Tensor> pending_;
   std::vector<int64_t> pending_samples_;
   std::vector<std::pair<int64_t, double>> pending_steps_;  // (step, lr) of each loss
@@ -263,22 +290,55 @@ ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optim
   return {metadata_int(meta, "epoch", 0, INT64_MAX, path), metadata_int(meta, "step", 0, INT64_MAX, path)};
 }
 
+// A validation result of every rank's part, summed over the ranks.
+EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
+  const std::vector<double> t = dp.sum({r.loss * static_cast<double>(r.count), static_cast<double>(r.correct),
+                                        static_cast<double>(r.count), static_cast<double>(r.correct_characters),
+                                        static_cast<double>(r.characters)});
+  r.correct = static_cast<int64_t>(t[1]);
+  r.count = static_cast<int64_t>(t[2]);
+  r.correct_characters = static_cast<int64_t>(t[3]);
+  r.characters = static_cast<int64_t>(t[4]);
+  r.loss = r.count ? t[0] / static_cast<double>(r.count) : 0;
+  r.sequence_accuracy = r.count ? static_cast<double>(r.correct) / static_cast<double>(r.count) : 0;
+  r.character_accuracy =
+      r.characters ? static_cast<double>(r.correct_characters) / static_cast<double>(r.characters) : 1;
+  return r;
+}
+
 int run_train(const TrainArgs& a) {
   select_kernels_from_flags(a.kernels);
-  set_deterministic_algorithms(a.deterministic);
+  set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
   const std::string save_path = !a.save.empty() ? a.save : a.resume;
   MINIDL_CHECK(a.stop_after_epochs == 0 || !save_path.empty(),
                "--stop-after-epochs needs --save FILE (or --resume FILE): a stopped run continues from that file");
-  // The save path is checked before any work (a missing folder should not cost an epoch).
+  std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
+  if (a.distributed)
+    job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
+  const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
+  const Shard shard = job ? Shard{job->rank, job->world_size} : Shard{};
+  // The save path is checked before any work (a missing folder should not cost an epoch). In a job, rank 0
+  // alone checks it and removes stale temporary files (it alone saves; two ranks' clean-ups could remove
+  // each other's files), and every rank stops if the check fails.
   if (!save_path.empty()) {
-    const SavePath save = prepare_checkpoint_path(save_path, a.save.empty() ? "--resume" : "--save");
-    if (save.stale_removed > 0)
-      std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
-                  save.target.c_str());
+    const auto check_save_path = [&] {
+      const SavePath save = prepare_checkpoint_path(save_path, a.save.empty() ? "--resume" : "--save");
+      if (save.stale_removed > 0)
+        std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n",
+                    save.stale_removed, save.target.c_str());
+    };
+    if (job)
+      dist::run_on_root(check_save_path);
+    else
+      check_save_path();
   }
-  const Device device = choose_device(a.device);
+  const Device device = job ? job->device : choose_device(a.device);
   const int threads = thread_count(a.threads);
-  TrainingData data = a.data.empty() ? generated_data(a, threads) : folder_data(a, threads);
+  TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
+  if (job) {  // this rank validates its part of the validation set
+    const Range part = shard_range(data.validation->size(), job->rank, job->world_size);
+    data.validation = std::make_shared<DatasetSlice>(data.validation, part.begin, part.end);
+  }
 
   ModelConfig config;
   config.width = a.width;
@@ -322,11 +382,20 @@ int run_train(const TrainArgs& a) {
     start = resume_from(a.resume, *model, optimizer, settings);
     if (schedule) schedule->set_step(start.step);
   }
+  // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job) {
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
+    std::printf("captcha: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
+                dp->describe_buckets().c_str());
+  }
   DataLoaderOptions val_options;
   val_options.batch_size = eval_batch_size(device);
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
-  if (!a.metrics.empty()) metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
+  if (!a.metrics.empty() && root)
+    metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
 
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
@@ -350,7 +419,7 @@ int run_train(const TrainArgs& a) {
   }
 
   EvalResult val;
-  examples::DivergenceGuard guard(save_path);
+  examples::DivergenceGuard guard(save_path, job.get());
   int64_t step = start.step, epochs_this_run = 0;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
@@ -362,9 +431,12 @@ int run_train(const TrainArgs& a) {
     for (Batch& batch : loader.epoch(epoch - 1)) {
       const int64_t B = batch.size();
       const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
+      if (dp) dp->begin_step(B, batch.global_size);
       const double lr = optimizer.lr();
       const auto [log_probs, loss] = train_step(*model, optimizer, batch.inputs.to(device), batch.targets,
-                                                input_lengths, ctc_target_lengths(batch.targets));
+                                                input_lengths, ctc_target_lengths(batch.targets), [&] {
+                                                  if (dp) dp->finish_step();
+                                                });
       if (schedule) schedule->step();
       losses.add(loss, B, ++step, lr);
       ++epoch_step;
@@ -374,14 +446,23 @@ int run_train(const TrainArgs& a) {
                                                         ctc_targets_to_text(batch.targets, data.charset));
         progress.update(epoch_step, losses.samples(), losses.mean(), batch_accuracy);
       }
+      if (job && step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
+        losses.flush();
+        guard.agree();
+      }
       if (epoch_step == epoch_steps) break;
     }
     losses.flush();
+    if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, checked, used and saved from here
     guard.check_model(*model, epoch, step, optimizer.lr());
+    guard.agree();
+    if (dp) losses.sum_over_ranks(*dp);
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
     val = evaluate(*model, val_loader, data.charset, device, "validation");
-    guard.check_eval_loss(val.loss, "validation", epoch);
+    if (dp) val = sum_over_ranks(val, *dp);
+    guard.check_eval_loss(val.loss, "validation", epoch, step);
+    guard.agree();
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = static_cast<double>(losses.samples()) / train_seconds;
 
@@ -396,6 +477,7 @@ int run_train(const TrainArgs& a) {
     if (metrics)
       metrics->write({{"epoch", epoch},
                       {"step", step},
+                      {"images", losses.samples()},
                       {"loss", losses.mean()},
                       {"val_loss", val.loss},
                       {"val_accuracy", val.sequence_accuracy},
@@ -409,15 +491,17 @@ int run_train(const TrainArgs& a) {
                       {"rnn", rnn_kind_name(config.rnn)},
                       {"gru", gru_shown}});
     if (!save_path.empty()) {
-      std::map<std::string, std::string> meta = settings;
-      meta["seed"] = std::to_string(a.seed);
-      meta["epoch"] = std::to_string(epoch);
-      meta["step"] = std::to_string(step);
-      meta["random_offset"] = std::to_string(current_random_offset());
-      meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
-      save_checkpoint(save_path, *model, &optimizer, meta);
-      guard.saved(epoch);
-      std::printf("captcha: saved %s\n", save_path.c_str());
+      if (root) {
+        std::map<std::string, std::string> meta = settings;
+        meta["seed"] = std::to_string(a.seed);
+        meta["epoch"] = std::to_string(epoch);
+        meta["step"] = std::to_string(step);
+        meta["random_offset"] = std::to_string(current_random_offset());
+        meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
+        save_checkpoint(save_path, *model, &optimizer, meta);
+        std::printf("captcha: saved %s\n", save_path.c_str());
+      }
+      guard.saved(epoch);  // every rank: a later divergence message says what the file holds
     }
     std::fflush(stdout);
     if (a.stop_after_epochs > 0 && ++epochs_this_run == a.stop_after_epochs && epoch < epochs &&
@@ -496,6 +580,9 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_flag("--deterministic", a->deterministic,
                 "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                 "(the CPU always is, for the same threads)");
+  cmd->add_flag("--distributed", a->distributed,
+                "one rank of a data-parallel job: mpirun -np N captcha train --distributed ... (--batch is the "
+                "global batch; --device cuda: one GPU per process; docs/distributed.md)");
   return {cmd, [a] { return run_train(*a); }};
 }
 

@@ -3,13 +3,15 @@
 // scripts/compare-torch.sh, docs/results.md "PyTorch side by side").
 //
 //   mnist bench [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100] [--kernel OP=NAME]...
-//               [--seed N] [--json FILE]
+//               [--seed N] [--json FILE] [--distributed]
 //
 // The model is examples/mnist/model.h; the optimizer Adam at `mnist train`'s default (peak) lr 2e-3, held
 // constant (no schedule). The batch is made once, on the device: pixels uniform in [0, 1) [N, 1, 28, 28]
 // and labels uniform in 0..9. Each step is train_step (examples/mnist/train_step.h), the step `mnist train`
 // runs: forward, cross_entropy, zero_grad, backward, Adam step. Timing: examples/bench_steps.h.
-// --json FILE writes one JSON object (one line) with the settings and the times.
+// --json FILE writes one JSON object (one line) with the settings and the times. --distributed: each rank
+// times its step on batch / world samples, with DataParallel's buckets and all-reduce (bench_steps.h).
+// In the report: "batch" the global batch, and "world_size".
 #include "examples/mnist/bench.h"
 
 #include <cstdio>
@@ -20,6 +22,8 @@
 
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
 #include "examples/bench_steps.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/train_step.h"
@@ -43,18 +47,24 @@ const std::vector<std::string> kReportedKeys = {"conv2d",       "conv2d.backward
 
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
-  set_deterministic_algorithms(a.deterministic);
-  const Device device = choose_device(a.device, "mnist");
+  set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
+  std::unique_ptr<dist::DistributedRun> job;
+  if (a.distributed) job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", a.device, a.batch));
+  const Device device = job ? job->device : choose_device(a.device, "mnist");
   manual_seed(a.seed);
   std::shared_ptr<Sequential> model = make_model();
   model->to(device);  // before building the optimizer (nn/module.h)
   model->train();
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job)
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
   AdamOptions adam_options;
   adam_options.lr = kLearningRate;
   Adam optimizer(model->parameters(), adam_options);
 
-  // The synthetic batch, made once on the device.
-  const int64_t B = a.batch;
+  // The synthetic batch (this rank's part of it), made once on the device.
+  const int64_t B = job ? job->local_batch(a.batch) : a.batch;
   const Tensor inputs = rand({B, 1, 28, 28}, TensorOptions(DType::float32, device));
   std::mt19937_64 rng(a.seed);
   std::uniform_int_distribution<int> digit(0, 9);
@@ -64,16 +74,24 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("mnist bench: model %s, %lld parameters; batch %lld of [1, 28, 28]; Adam lr %g; "
               "%d warm-up steps, then %d timed steps twice\n",
-              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(B), kLearningRate,
-              a.warmup, a.steps);
+              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(a.batch),
+              kLearningRate, a.warmup, a.steps);
+  if (dp)
+    std::printf("mnist bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n", job->world_size,
+                static_cast<long long>(B), dp->bucket_count());
   std::fflush(stdout);
 
   Tensor last_loss;
-  const bench_steps::StepTimes t = bench_steps::time_steps(
-      device, a.warmup, a.steps, [&] { last_loss = train_step(*model, optimizer, inputs, targets).loss; });
-  const bench_steps::BenchRun run{"mnist bench", "mnist", device, B, a.warmup, t, last_loss.item<double>(),
-                                  kReportedKeys};
-  bench_steps::report(run, a.json);
+  const bench_steps::StepTimes t = bench_steps::time_steps(device, a.warmup, a.steps, [&] {
+    if (dp) dp->begin_step(B, a.batch);
+    last_loss = train_step(*model, optimizer, inputs, targets, [&] {
+                  if (dp) dp->finish_step();
+                }).loss;
+  });
+  bench_steps::BenchRun run{"mnist bench", "mnist", device, a.batch, a.warmup, t, last_loss.item<double>(),
+                            kReportedKeys};
+  run.extra = {{"world_size", job ? job->world_size : 0}};  // 0: not --distributed
+  bench_steps::report(run, !job || job->is_root() ? a.json : "");
   return 0;
 }
 

@@ -2,7 +2,7 @@
 //
 //   mnist train [--data DIR] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--save FILE]
-//               [--kernel OP=NAME]... [--deterministic]
+//               [--kernel OP=NAME]... [--deterministic] [--distributed]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE]
@@ -12,9 +12,9 @@
 // warm-up, then cosine decay to almost zero over the whole run: the decay is what lifts a 3-epoch run
 // from about 98.9% to 99%+ test accuracy), seed 1, every training image. --schedule cosine decays from
 // --lr per batch, step multiplies it by 0.7 each epoch (PyTorch's MNIST example), none keeps it.
-// --metrics writes per epoch: epoch, train_loss, train_accuracy, test_loss, test_accuracy, seconds (the
-// epoch's wall time, test included), train_seconds, images_per_second (training images / train_seconds),
-// device, batch_size, lr.
+// --metrics writes per epoch: epoch, step (optimizer steps so far), images (training images this epoch),
+// train_loss, train_accuracy, test_loss, test_accuracy, seconds (the epoch's wall time, test included),
+// train_seconds, images_per_second (images / train_seconds), device, batch_size, lr.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard.
 // Reliability: flags, MINIDL_* variables, the data and the --save path are checked before training starts;
@@ -22,10 +22,16 @@
 // keeps the last good epoch (examples/train_guard.h); saves are atomic (nn/checkpoint.h). The same seed
 // and thread count give the same bits on the CPU; --deterministic does the same on a GPU
 // (core/determinism.h).
+// --distributed: this process is one rank of a data-parallel job started by `mpirun -np N mnist train
+// --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
+// every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
+// over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
+// saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h).
 // Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged).
 #include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,6 +41,9 @@
 #include "core/dispatch.h"
 #include "core/numerics.h"
 #include "core/random.h"
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
+#include "dist/process.h"
 #include "examples/flags.h"
 #include "examples/mnist/bench.h"
 #include "examples/mnist/model.h"
@@ -66,11 +75,11 @@ Device choose_device(const std::string& flag) { return minidl::choose_device(fla
 
 // Collects per-batch loss and predictions without reading them back every step (a read from a GPU
 // waits for it); flush() reads what has accumulated, when a progress line or the epoch's end needs it.
-// With a guard (training), flush() also checks each loss and throws at the first that is not finite,
-// naming its step and learning rate.
+// With a guard (training), flush() also hands each loss to it, which stops at the first that is not finite,
+// naming its step and learning rate (in a --distributed job, at the guard's next agree()).
 class RunningStats {
  public:
-  explicit RunningStats(const examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
+  explicit RunningStats(examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
   // `step` (1-based over the run) and `lr` (the learning rate of that step) are for the guard's message.
   void add(const Tensor& loss, const Tensor& logits, const Tensor& cpu_targets, int64_t step = 0, double lr = 0) {
     losses_.push_back(loss.detach().reshape({1}));
@@ -100,9 +109,17 @@ class RunningStats {
   double accuracy() const { return count_ ? static_cast<double>(correct_) / count_ : 0; }
   int64_t correct() const { return correct_; }
   int64_t count() const { return count_; }
+  // Data-parallel: the totals of every rank (call on every rank, after flush()).
+  void sum_over_ranks(dist::DataParallel& dp) {
+    const std::vector<double> total =
+        dp.sum({loss_sum_, static_cast<double>(correct_), static_cast<double>(count_)});
+    loss_sum_ = total[0];
+    correct_ = static_cast<int64_t>(total[1]);
+    count_ = static_cast<int64_t>(total[2]);
+  }
 
  private:
-  const examples::DivergenceGuard* guard_;
+  examples::DivergenceGuard* guard_;
   std::vector<Tensor> losses_, predictions_, targets_;
   std::vector<std::pair<int64_t, double>> steps_;  // (step, lr) of each loss
   double loss_sum_ = 0;
@@ -118,7 +135,8 @@ struct EvalResult {
   int64_t correct = 0, count = 0;
 };
 
-EvalResult evaluate(Module& model, DataLoader& loader, Device device) {
+// With `dp`, each rank evaluates its part of the test set and the results are summed over the ranks.
+EvalResult evaluate(Module& model, DataLoader& loader, Device device, dist::DataParallel* dp = nullptr) {
   model.eval();
   NoGradGuard no_grad;
   RunningStats stats;
@@ -135,6 +153,7 @@ EvalResult evaluate(Module& model, DataLoader& loader, Device device) {
   }
   stats.flush();
   progress.clear();
+  if (dp) stats.sum_over_ranks(*dp);
   return {stats.mean_loss(), stats.accuracy(), stats.correct(), stats.count()};
 }
 
@@ -154,6 +173,7 @@ struct TrainFlags {
   uint64_t seed = 1;
   bool deterministic = false;
   std::vector<std::string> kernels;
+  bool distributed = false;
 };
 
 // The number of optimizer steps is known once the data is loaded; a schedule that cannot work with it is
@@ -170,18 +190,30 @@ void check_step_count(const TrainFlags& f, int64_t batches_per_epoch, int64_t tr
 
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
-  set_deterministic_algorithms(f.deterministic);
-  // The --save path is checked before any work (a missing folder should not cost an epoch).
+  set_deterministic_algorithms(f.deterministic);  // before the first GPU op (core/determinism.h)
+  std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
+  if (f.distributed)
+    job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
+  const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
+  // The --save path is checked before any work (a missing folder should not cost an epoch). In a job,
+  // rank 0 alone checks it and removes stale temporary files (it alone saves; two ranks' clean-ups could
+  // remove each other's files), and every rank stops if the check fails.
   if (!f.save.empty()) {
-    const SavePath save = prepare_checkpoint_path(f.save, "--save");
-    if (save.stale_removed > 0)
-      std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
-                  save.target.c_str());
+    const auto check_save_path = [&] {
+      const SavePath save = prepare_checkpoint_path(f.save, "--save");
+      if (save.stale_removed > 0)
+        std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
+                    save.target.c_str());
+    };
+    if (job)
+      dist::run_on_root(check_save_path);
+    else
+      check_save_path();
   }
-  const Device device = choose_device(f.device);
+  const Device device = job ? job->device : choose_device(f.device);
   const std::string dir = find_mnist_dir(f.data);
   auto train_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/true, f.limit));
-  auto test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
+  std::shared_ptr<Dataset> test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
   std::printf("mnist: data from %s: %lld training images%s, %lld test images\n", dir.c_str(),
               static_cast<long long>(train_set->size()), f.limit > 0 ? " (--limit)" : "",
               static_cast<long long>(test_set->size()));
@@ -191,6 +223,16 @@ int train(const TrainFlags& f) {
   manual_seed(f.seed);
   std::shared_ptr<Sequential> model = mnist::make_model();
   model->to(device);  // before building the optimizer (nn/module.h)
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job) {
+    // Rank 0's weights go to every rank; MINIDL_DIST_BUCKET_MB and MINIDL_DIST_OVERLAP may change the buckets.
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
+    std::printf("mnist: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
+                dp->describe_buckets().c_str());
+    const Range part = shard_range(test_set->size(), job->rank, job->world_size);  // this rank's test images
+    test_set = std::make_shared<DatasetSlice>(test_set, part.begin, part.end);
+  }
   AdamOptions adam_options;
   adam_options.lr = f.lr;
   Adam optimizer(model->parameters(), adam_options);
@@ -199,6 +241,10 @@ int train(const TrainFlags& f) {
   train_options.batch_size = f.batch;
   train_options.shuffle = true;
   train_options.seed = f.seed;
+  if (job) {  // this rank's part of every batch
+    train_options.shard_index = job->rank;
+    train_options.shard_count = job->world_size;
+  }
   DataLoader train_loader(train_set, train_options);
   check_step_count(f, train_loader.num_batches(), train_set->size());
   // Per-batch schedules step after every optimizer step; StepLR after every epoch.
@@ -216,7 +262,7 @@ int train(const TrainFlags& f) {
   test_options.batch_size = eval_batch_size(device);
   DataLoader test_loader(test_set, test_options);
   std::unique_ptr<MetricsWriter> metrics;
-  if (!f.metrics.empty()) metrics = std::make_unique<MetricsWriter>(f.metrics);
+  if (!f.metrics.empty() && root) metrics = std::make_unique<MetricsWriter>(f.metrics);
 
   std::printf("mnist: model %s, %lld parameters; Adam lr %g (schedule %s); %d epoch(s) of %lld batches of %lld\n",
               mnist::kModelName, static_cast<long long>(model->parameter_count()), f.lr, f.schedule.c_str(), f.epochs,
@@ -224,7 +270,7 @@ int train(const TrainFlags& f) {
   std::fflush(stdout);
 
   EvalResult test;
-  examples::DivergenceGuard guard(f.save);
+  examples::DivergenceGuard guard(f.save, job.get());
   int64_t run_step = 0;
   for (int epoch = 1; epoch <= f.epochs; ++epoch) {
     model->train();
@@ -232,9 +278,12 @@ int train(const TrainFlags& f) {
     RunningStats stats(&guard);
     int64_t step = 0;
     for (Batch& batch : train_loader.epoch(epoch - 1)) {
+      if (dp) dp->begin_step(batch.size(), batch.global_size);
       const double lr = optimizer.lr();
-      const auto [logits, loss] =
-          mnist::train_step(*model, optimizer, batch.inputs.to(device), batch.targets.to(device));
+      const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device),
+                                                    batch.targets.to(device), [&] {
+                                                      if (dp) dp->finish_step();
+                                                    });
       if (scheduler && per_batch_schedule) scheduler->step();
       stats.add(loss, logits, batch.targets, ++run_step, lr);
       ++step;
@@ -242,14 +291,22 @@ int train(const TrainFlags& f) {
         stats.flush();
         progress.update(step, stats.count(), stats.mean_loss(), stats.accuracy());
       }
+      if (job && run_step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
+        stats.flush();
+        guard.agree();
+      }
     }
     stats.flush();
+    if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any: checked, evaluated, saved
     guard.check_model(*model, epoch, run_step, optimizer.lr());
+    guard.agree();
+    if (dp) stats.sum_over_ranks(*dp);
     if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
-    test = evaluate(*model, test_loader, device);
-    guard.check_eval_loss(test.loss, "test", epoch);
+    test = evaluate(*model, test_loader, device, dp.get());
+    guard.check_eval_loss(test.loss, "test", epoch, run_step);
+    guard.agree();
     const double seconds = progress.elapsed_seconds();
     const double images_per_second = stats.count() / train_seconds;
 
@@ -261,6 +318,8 @@ int train(const TrainFlags& f) {
     progress.finish(summary);
     if (metrics)
       metrics->write({{"epoch", epoch},
+                      {"step", run_step},
+                      {"images", stats.count()},
                       {"train_loss", stats.mean_loss()},
                       {"train_accuracy", stats.accuracy()},
                       {"test_loss", test.loss},
@@ -272,13 +331,15 @@ int train(const TrainFlags& f) {
                       {"batch_size", f.batch},
                       {"lr", optimizer.lr()}});
     if (!f.save.empty()) {
-      save_checkpoint(f.save, *model, &optimizer,
-                      {{"model", mnist::kModelName},
-                       {"epoch", std::to_string(epoch)},
-                       {"test_accuracy", std::to_string(test.accuracy)},
-                       {"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}});
-      guard.saved(epoch);
-      std::printf("mnist: saved %s\n", f.save.c_str());
+      if (root) {
+        save_checkpoint(f.save, *model, &optimizer,
+                        {{"model", mnist::kModelName},
+                         {"epoch", std::to_string(epoch)},
+                         {"test_accuracy", std::to_string(test.accuracy)},
+                         {"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}});
+        std::printf("mnist: saved %s\n", f.save.c_str());
+      }
+      guard.saved(epoch);  // every rank: a later divergence message says what the file holds
     }
   }
   std::printf("final test accuracy: %s (%lld/%lld)\n", percent(test.accuracy).c_str(),
@@ -397,6 +458,9 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--deterministic", tf.deterministic,
                       "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                       "(the CPU always is, for a given thread count)");
+  train_cmd->add_flag("--distributed", tf.distributed,
+                      "one rank of a data-parallel job: mpirun -np N mnist train --distributed ... (--batch is the "
+                      "global batch; --device cuda: one GPU per process; docs/distributed.md)");
 
   std::string model_path, data, device = "auto";
   std::vector<std::string> kernels, images;
@@ -431,13 +495,11 @@ int main(int argc, char** argv) {
     if (*predict_cmd) return predict(model_path, images, device, kernels);
     if (*bench_cmd.app) return bench_cmd.run();
   } catch (const NonFiniteError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "mnist: %s\n", e.what());
-    return examples::kExitNonFinite;
+    // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
+    // a job, when only this rank found it, the whole job ends with that status.
+    return dist::report_error(e, "mnist", examples::kExitNonFinite);
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "mnist: %s\n", e.what());
-    return 1;
+    return dist::report_error(e, "mnist");  // "mnist: <message>"; in a job, ends the job when only this rank failed
   }
   return 0;
 }

@@ -182,6 +182,8 @@ void describe_cpu_peaks(MachineInfo& m) {
 
 }  // namespace
 
+std::string cpu_model_name() { return cpuinfo_field("model name"); }
+
 MachineInfo describe_machine(Device d) {
   MachineInfo m;
   m.device = d;

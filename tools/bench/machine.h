@@ -20,6 +20,9 @@ struct MachineInfo {
   std::string load;               // "load average 0.52 0.61 0.70 on 2 cores"
 };
 
+// The CPU's "model name" in /proc/cpuinfo ("Intel(R) Xeon(R) Processor"), or "" when there is none.
+std::string cpu_model_name();
+
 // Measures and describes `d` (a second or so on the CPU: the FMA loop and a 256 MiB copy).
 MachineInfo describe_machine(Device d);
 

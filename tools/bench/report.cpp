@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "tools/bench/bench.h"
+#include "tools/svg.h"
 
 namespace minidl {
 namespace bench {
@@ -179,25 +180,14 @@ void write_json_lines(const std::string& path, const Report& r) {
 // ---------------------------------------------------------------- SVG
 namespace {
 
-std::string xml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
+using svg::escape;
+using svg::num;
 
 // A colour per kernel name, the same in both panels.
 std::string colour(const std::string& kernel, std::map<std::string, std::string>& palette) {
-  static const char* colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                                  "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939"};
   auto it = palette.find(kernel);
   if (it != palette.end()) return it->second;
-  const std::string c = colours[palette.size() % 12];
+  const std::string c = svg::colour(palette.size());
   palette[kernel] = c;
   return c;
 }
@@ -226,12 +216,6 @@ std::vector<std::string> split_clauses(const std::string& text) {
     out.back() += c;
   }
   return out;
-}
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1f", v);
-  return buf;
 }
 
 }  // namespace
@@ -267,45 +251,44 @@ void write_svg(const std::string& path, const Report& r) {
 
   std::ostringstream s;
   std::map<std::string, std::string> palette;
-  s << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" font-family=\"monospace\" font-size=\"11\">\n";
-  s << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"white\"/>\n";
-  s << "<text x=\"10\" y=\"20\" font-size=\"14\">minidl bench on " << xml(m.device.str()) << " (" << xml(m.spec.name)
-    << "), " << m.threads << " thread(s): GFLOP/s per kernel and shape (log scale)</text>\n";
+  s << svg::open(width, height);
+  s << "<text x=\"10\" y=\"20\" font-size=\"14\">minidl bench on " << escape(m.device.str()) << " ("
+    << escape(m.spec.name) << "), " << m.threads << " thread(s): GFLOP/s per kernel and shape (log scale)</text>\n";
   // The peaks and how they were found, one clause per line.
-  s << "<text x=\"10\" y=\"38\">peaks assumed: " << fmt(peak_gflops) << " GFLOP/s and " << fmt(peak_gbs)
+  s << "<text x=\"10\" y=\"38\">peaks assumed: " << num(peak_gflops) << " GFLOP/s and " << num(peak_gbs)
     << " GB/s" << (r.loaded() ? " (WARNING: the machine was busy during this run)" : "") << "</text>\n";
   double text_y = 38;
   for (const std::string& clause : split_clauses(m.spec.how)) {
     text_y += 14;
-    s << "<text x=\"10\" y=\"" << text_y << "\" fill=\"#555\">  " << xml(clause) << "</text>\n";
+    s << "<text x=\"10\" y=\"" << text_y << "\" fill=\"#555\">  " << escape(clause) << "</text>\n";
   }
 
   // Panel 1: bars.
   for (double v = gx.lo; v <= gx.hi * 1.001; v *= 10) {
-    s << "<line x1=\"" << fmt(gx.at(v)) << "\" y1=\"" << top - 6 << "\" x2=\"" << fmt(gx.at(v)) << "\" y2=\""
+    s << "<line x1=\"" << num(gx.at(v)) << "\" y1=\"" << top - 6 << "\" x2=\"" << num(gx.at(v)) << "\" y2=\""
       << bars_bottom << "\" stroke=\"#ddd\"/>\n";
-    s << "<text x=\"" << fmt(gx.at(v)) << "\" y=\"" << top - 8 << "\" text-anchor=\"middle\">" << v << "</text>\n";
+    s << "<text x=\"" << num(gx.at(v)) << "\" y=\"" << top - 8 << "\" text-anchor=\"middle\">" << v << "</text>\n";
   }
   if (peak_gflops > 0)
-    s << "<line x1=\"" << fmt(gx.at(peak_gflops)) << "\" y1=\"" << top - 6 << "\" x2=\"" << fmt(gx.at(peak_gflops))
+    s << "<line x1=\"" << num(gx.at(peak_gflops)) << "\" y1=\"" << top - 6 << "\" x2=\"" << num(gx.at(peak_gflops))
       << "\" y2=\"" << bars_bottom << "\" stroke=\"#d62728\" stroke-dasharray=\"4,3\"><title>peak "
-      << fmt(peak_gflops) << " GFLOP/s</title></line>\n";
+      << num(peak_gflops) << " GFLOP/s</title></line>\n";
   double y = top;
   last_case.clear();
   for (const Row* row : bars) {
     const std::string id = row->key + " " + row->shape;
     if (id != last_case) {
-      s << "<text x=\"10\" y=\"" << fmt(y + 11) << "\" font-weight=\"bold\">" << xml(id.substr(0, 52)) << "</text>\n";
+      s << "<text x=\"10\" y=\"" << num(y + 11) << "\" font-weight=\"bold\">" << escape(id.substr(0, 52))
+        << "</text>\n";
       y += row_h;
       last_case = id;
     }
     const double x1 = gx.at(std::max(row->gflops(), gx.lo));
-    s << "<text x=\"24\" y=\"" << fmt(y + 11) << "\">" << xml(row->kernel) << "</text>\n";
-    s << "<rect x=\"" << left << "\" y=\"" << fmt(y + 2) << "\" width=\"" << fmt(std::max(1.0, x1 - left))
+    s << "<text x=\"24\" y=\"" << num(y + 11) << "\">" << escape(row->kernel) << "</text>\n";
+    s << "<rect x=\"" << left << "\" y=\"" << num(y + 2) << "\" width=\"" << num(std::max(1.0, x1 - left))
       << "\" height=\"" << row_h - 4 << "\" fill=\"" << colour(row->kernel, palette) << "\"><title>"
-      << xml(row->key + " " + row->shape + " " + row->kernel) << ": " << fmt(row->gflops()) << " GFLOP/s</title></rect>\n";
-    s << "<text x=\"" << fmt(x1 + 4) << "\" y=\"" << fmt(y + 11) << "\">" << fmt(row->gflops()) << "</text>\n";
+      << escape(row->key + " " + row->shape + " " + row->kernel) << ": " << num(row->gflops()) << " GFLOP/s</title></rect>\n";
+    s << "<text x=\"" << num(x1 + 4) << "\" y=\"" << num(y + 11) << "\">" << num(row->gflops()) << "</text>\n";
     y += row_h;
   }
 
@@ -326,14 +309,14 @@ void write_svg(const std::string& path, const Report& r) {
   const double perf_hi = std::max(peak_gflops, hi);
   const LogAxis ay{floor_pow10(perf_lo), ceil_pow10(perf_hi * 1.01), roof_top + roof_h, roof_top};
   s << "<text x=\"10\" y=\"" << roof_top - 30 << "\" font-size=\"14\">roofline: GFLOP/s against FLOP per byte (log "
-    << "scales); the roof is min(" << fmt(peak_gflops) << " GFLOP/s, " << fmt(peak_gbs) << " GB/s x FLOP/byte)</text>\n";
+    << "scales); the roof is min(" << num(peak_gflops) << " GFLOP/s, " << num(peak_gbs) << " GB/s x FLOP/byte)</text>\n";
   s << "<rect x=\"" << roof_left << "\" y=\"" << roof_top << "\" width=\"" << roof_right - roof_left << "\" height=\""
     << roof_h << "\" fill=\"none\" stroke=\"#888\"/>\n";
   for (double v = ax.lo; v <= ax.hi * 1.001; v *= 10)
-    s << "<text x=\"" << fmt(ax.at(v)) << "\" y=\"" << roof_top + roof_h + 16 << "\" text-anchor=\"middle\">" << v
+    s << "<text x=\"" << num(ax.at(v)) << "\" y=\"" << roof_top + roof_h + 16 << "\" text-anchor=\"middle\">" << v
       << "</text>\n";
   for (double v = ay.lo; v <= ay.hi * 1.001; v *= 10)
-    s << "<text x=\"" << roof_left - 6 << "\" y=\"" << fmt(ay.at(v) + 4) << "\" text-anchor=\"end\">" << v
+    s << "<text x=\"" << roof_left - 6 << "\" y=\"" << num(ay.at(v) + 4) << "\" text-anchor=\"end\">" << v
       << "</text>\n";
   s << "<text x=\"" << (roof_left + roof_right) / 2 << "\" y=\"" << roof_top + roof_h + 34
     << "\" text-anchor=\"middle\">FLOP per byte (counted models)</text>\n";
@@ -342,30 +325,28 @@ void write_svg(const std::string& path, const Report& r) {
     const double ridge = peak_gflops / peak_gbs;
     std::ostringstream poly;
     const double a0 = std::max(ax.lo, ay.lo / peak_gbs);
-    poly << fmt(ax.at(a0)) << "," << fmt(ay.at(std::max(a0 * peak_gbs, ay.lo))) << " ";
-    if (ridge > ax.lo && ridge < ax.hi) poly << fmt(ax.at(ridge)) << "," << fmt(ay.at(peak_gflops)) << " ";
-    poly << fmt(ax.at(ax.hi)) << "," << fmt(ay.at(std::min(peak_gflops, ax.hi * peak_gbs)));
+    poly << num(ax.at(a0)) << "," << num(ay.at(std::max(a0 * peak_gbs, ay.lo))) << " ";
+    if (ridge > ax.lo && ridge < ax.hi) poly << num(ax.at(ridge)) << "," << num(ay.at(peak_gflops)) << " ";
+    poly << num(ax.at(ax.hi)) << "," << num(ay.at(std::min(peak_gflops, ax.hi * peak_gbs)));
     s << "<polyline points=\"" << poly.str() << "\" fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\"/>\n";
   }
   for (const Row* row : points) {
     const double ai = row->flops / row->bytes;
-    s << "<circle cx=\"" << fmt(ax.at(ai)) << "\" cy=\"" << fmt(ay.at(std::max(row->gflops(), ay.lo))) << "\" r=\"4\" fill=\""
+    s << "<circle cx=\"" << num(ax.at(ai)) << "\" cy=\"" << num(ay.at(std::max(row->gflops(), ay.lo))) << "\" r=\"4\" fill=\""
       << colour(row->kernel, palette) << "\" fill-opacity=\"0.8\"><title>"
-      << xml(row->key + " " + row->shape + " " + row->kernel) << ": " << fmt(row->gflops()) << " GFLOP/s at "
+      << escape(row->key + " " + row->shape + " " + row->kernel) << ": " << num(row->gflops()) << " GFLOP/s at "
       << ai << " FLOP/byte</title></circle>\n";
   }
   // The legend.
   double lx = roof_left, ly = roof_top + roof_h + 60;
   for (const auto& [kernel, c] : palette) {
-    s << "<rect x=\"" << fmt(lx) << "\" y=\"" << fmt(ly - 9) << "\" width=\"10\" height=\"10\" fill=\"" << c << "\"/>\n";
-    s << "<text x=\"" << fmt(lx + 14) << "\" y=\"" << fmt(ly) << "\">" << xml(kernel) << "</text>\n";
+    s << "<rect x=\"" << num(lx) << "\" y=\"" << num(ly - 9) << "\" width=\"10\" height=\"10\" fill=\"" << c << "\"/>\n";
+    s << "<text x=\"" << num(lx + 14) << "\" y=\"" << num(ly) << "\">" << escape(kernel) << "</text>\n";
     lx += 150;
     if (lx > roof_right - 100) lx = roof_left, ly += 16;
   }
-  s << "</svg>\n";
-  std::ofstream out(path);
-  MINIDL_CHECK(out.good(), "bench: cannot write ", path);
-  out << s.str();
+  s << svg::close();
+  svg::write_file(path, s.str(), "bench --svg");
 }
 
 }  // namespace bench

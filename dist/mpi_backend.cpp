@@ -1,0 +1,128 @@
+// dist/mpi_backend.cpp — the mpi backend: collectives on CPU tensors with Open MPI (dist/communicator.h).
+//
+// The communicator works on its own duplicate of MPI_COMM_WORLD, so its messages never mix with the
+// process layer's (dist/process.h). MPI counts are ints: a tensor of more than 2^31 - 1 elements travels
+// in several calls. MPI_IN_PLACE makes the sum in place.
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "dist/backends.h"
+#include "dist/mpi_check.h"
+#include "dist/process.h"
+
+namespace minidl {
+namespace dist {
+
+namespace {
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::float32: return MPI_FLOAT;
+    case DType::float64: return MPI_DOUBLE;
+    case DType::int32: return MPI_INT32_T;
+    case DType::int64: return MPI_INT64_T;
+  }
+  throw Error("mpi: unsupported dtype");
+}
+
+// Calls fn(pointer, count) over consecutive chunks of at most INT_MAX elements of a contiguous tensor.
+template <class Fn>
+void for_each_chunk(const Tensor& t, Fn fn) {
+  char* base = static_cast<char*>(t.raw_data());
+  const size_t item = dtype_size(t.dtype());
+  for (int64_t start = 0; start < t.numel(); start += INT_MAX) {
+    const int64_t count = std::min<int64_t>(INT_MAX, t.numel() - start);
+    fn(base + start * item, static_cast<int>(count));
+  }
+}
+
+class MpiWork final : public Work {
+ public:
+  explicit MpiWork(std::vector<MPI_Request> requests) : requests_(std::move(requests)) {}
+  ~MpiWork() override {
+    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
+  }
+  bool test() override {
+    if (requests_.empty()) return true;
+    int done = 0;
+    MINIDL_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) requests_.clear();
+    return done != 0;
+  }
+  void wait() override {
+    if (requests_.empty()) return;
+    MINIDL_MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+    requests_.clear();
+  }
+
+ private:
+  std::vector<MPI_Request> requests_;
+};
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    const ProcessInfo& p = process_info();
+    rank_ = p.rank;
+    world_ = p.world_size;
+    MINIDL_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  Backend backend() const override { return Backend::mpi; }
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_; }
+  Device device() const override { return Device::cpu(); }
+  std::string describe() const override {
+    return str_cat("mpi, ", world_, world_ == 1 ? " process" : " processes", ", this one rank ", rank_, " on cpu (",
+                   mpi_library_description(), ")");
+  }
+
+  void all_reduce(const Tensor& t) override {
+    check_tensor("all_reduce", t);
+    const Tensor work = t.contiguous();
+    for_each_chunk(work, [&](void* p, int n) {
+      MINIDL_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), MPI_SUM, comm_));
+    });
+    if (work.impl() != t.impl()) copy_(t, work);  // t was not contiguous
+  }
+
+  void broadcast(const Tensor& t, int root) override {
+    check_tensor("broadcast", t);
+    MINIDL_CHECK(root >= 0 && root < world_, "mpi broadcast: root ", root, " in a job of ", world_);
+    const Tensor work = t.contiguous();
+    for_each_chunk(work, [&](void* p, int n) { MINIDL_MPI_CHECK(MPI_Bcast(p, n, mpi_type(t.dtype()), root, comm_)); });
+    if (work.impl() != t.impl()) copy_(t, work);  // t was not contiguous
+  }
+
+  void barrier() override { MINIDL_MPI_CHECK(MPI_Barrier(comm_)); }
+
+  std::unique_ptr<Work> all_reduce_async(const Tensor& t) override {
+    check_tensor("all_reduce_async", t);
+    MINIDL_CHECK(t.is_contiguous(), "mpi all_reduce_async: the tensor must be contiguous");
+    std::vector<MPI_Request> requests;
+    for_each_chunk(t, [&](void* p, int n) {
+      MPI_Request r;
+      MINIDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), MPI_SUM, comm_, &r));
+      requests.push_back(r);
+    });
+    return std::make_unique<MpiWork>(std::move(requests));
+  }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0, world_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
+
+}  // namespace dist
+}  // namespace minidl
