@@ -286,7 +286,7 @@ TEST_CASE("checkpoint: a tensor of another dtype than the model's is refused, no
   CHECK(into.bias.to_vector<float>() == std::vector<float>{0.5f, -0.5f});  // nothing was copied
 }
 
-TEST_CASE("checkpoint: another kind of model is one line; a partial misfit lists a few names", "[checkpoint]") {
+TEST_CASE("checkpoint: another kind of model is one line, a partial misfit lists a few names", "[checkpoint]") {
   TempDir dir;
   Checkpoint other;
   other.metadata["model"] = "mnist_cnn";
@@ -360,7 +360,7 @@ TEST_CASE("checkpoint: parse_checkpoint reads bytes as read_checkpoint reads the
   CHECK_THROWS_WITH(read_checkpoint(dir.file("missing.ckpt")), Catch::Contains("No such file or directory"));
 }
 
-TEST_CASE("checkpoint metadata: whole numbers only, within range; one line naming file and key", "[checkpoint]") {
+TEST_CASE("checkpoint metadata: whole numbers only, within range, one line naming file and key", "[checkpoint]") {
   const std::map<std::string, std::string> m = {{"n", "64"},    {"neg", "-3"},  {"junk", "64abc"}, {"space", " 64"},
                                                 {"plus", "+64"}, {"big", "99999999999999999999"},   {"empty", ""},
                                                 {"p", "0.25"},  {"inf", "inf"}, {"hex", "0x10"},   {"e", "1e-3"}};

@@ -45,7 +45,7 @@ double accuracy(Module& model, const TensorDataset& data) {
 
 }  // namespace
 
-TEST_CASE("e2e: a small CNN learns a synthetic 10-class task; first losses pinned", "[e2e]") {
+TEST_CASE("e2e: a small CNN learns a synthetic 10-class task, first losses pinned", "[e2e]") {
   manual_seed(2024);
   // Class patterns: +-1 per pixel.
   std::vector<float> patterns = rand({kClasses, kSide, kSide}).to_vector<float>();
