@@ -18,7 +18,10 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 60
 # A sanitizer report fails the test that triggered it. The sanitizer build is -O1 with asserts on: half
-# the compile time of -O2, and still fast enough to run every test.
+# the compile time of -O2, and still fast enough to run every test. It is built without MPI: Open MPI 4.1
+# never frees what MPI_Init allocates, much of it from plugins it loaded with dlopen, which LeakSanitizer's
+# fast unwinder cannot name to suppress; dist/ is still built and tested there, over one process
+# (dist/single_process.cpp), and the mpirun tests skip. make test and make test-clang run them with MPI.
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all configure deps test data mnist captcha compare clean test-asan test-clang fuzz fuzz-corpus
@@ -50,7 +53,7 @@ compare: deps all data
 
 test-asan:
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
-	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMINIDL_WITH_CUDA=OFF -DMINIDL_SANITIZE=ON
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMINIDL_WITH_CUDA=OFF -DMINIDL_WITH_MPI=OFF -DMINIDL_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS)
 

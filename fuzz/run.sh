@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # fuzz/run.sh [SECONDS] — `make fuzz`: builds the fuzz targets in build-fuzz (clang, libFuzzer,
-# AddressSanitizer + UndefinedBehaviorSanitizer, CPU only) and runs each for SECONDS (default 60), one
-# after the other, from its seeds (fuzz/corpus/<target>/) and the regression inputs
-# (tests/fixtures/fuzz/<target>/). What a run adds to the corpus stays in build-fuzz/corpus/<target>/
-# (the next run starts from there); an input that crashes, hangs (over 20 s) or takes over 2 GB is
-# written to build-fuzz/artifacts/ and the run fails, showing the report.
+# AddressSanitizer + UndefinedBehaviorSanitizer, CPU only, without MPI: no reader uses it) and runs
+# each for SECONDS (default 60), one after the other, from its seeds (fuzz/corpus/<target>/) and the
+# regression inputs (tests/fixtures/fuzz/<target>/). What a run adds to the corpus stays in
+# build-fuzz/corpus/<target>/ (the next run starts from there); an input that crashes, hangs (over 20 s)
+# or takes over 2 GB is written to build-fuzz/artifacts/ and the run fails, showing the report.
 # fuzz/run.sh --corpus   rewrites the committed seeds, fuzz/corpus/, with fuzz_make_corpus.
 # Environment: FUZZ_TARGETS (default: all four), JOBS (build threads).
 set -euo pipefail
@@ -13,7 +13,8 @@ build=build-fuzz
 read -r -a targets <<<"${FUZZ_TARGETS:-idx image checkpoint captcha_folder}"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINIDL_WITH_CUDA=OFF -DMINIDL_FUZZ=ON
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINIDL_WITH_CUDA=OFF -DMINIDL_WITH_MPI=OFF \
+    -DMINIDL_FUZZ=ON
 fi
 cmake --build "$build" -j "${JOBS:-$(nproc)}" --target fuzz_make_corpus "${targets[@]/#/fuzz_}"
 
