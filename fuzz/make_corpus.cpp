@@ -100,9 +100,9 @@ void image_seeds() {
   fs::remove(tmp);
 }
 
-// A captcha model as small as the configuration allows, saved as `captcha train` saves (with Adam state
-// after one step when `with_adam`).
-std::vector<uint8_t> captcha_checkpoint(bool with_adam) {
+// A captcha model as small as the configuration allows, with a GRU or an LSTM, saved as `captcha train`
+// saves (with Adam state after one step when `with_adam`).
+std::vector<uint8_t> captcha_checkpoint(bool with_adam, captcha::RnnKind rnn = captcha::RnnKind::gru) {
   manual_seed(1);
   captcha::ModelConfig c;
   c.width = 4;
@@ -111,6 +111,7 @@ std::vector<uint8_t> captcha_checkpoint(bool with_adam) {
   c.convs_per_block = 1;
   c.gru_hidden = 1;
   c.gru_layers = 1;
+  c.rnn = rnn;
   c.classes = 3;
   captcha::CaptchaModel model(c);
   Adam adam(model.parameters(), AdamOptions{});
@@ -130,6 +131,7 @@ std::vector<uint8_t> captcha_checkpoint(bool with_adam) {
 void checkpoint_seeds() {
   write("checkpoint", "captcha_tiny", captcha_checkpoint(false));
   write("checkpoint", "captcha_tiny_adam", captcha_checkpoint(true));
+  write("checkpoint", "captcha_tiny_lstm_adam", captcha_checkpoint(true, captcha::RnnKind::lstm));
   // The MNIST model is 4.8 MB: a file that says it is one, with a few of its tensors.
   Checkpoint mnist;
   mnist.metadata["model"] = "mnist_cnn";

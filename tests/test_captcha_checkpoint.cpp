@@ -93,6 +93,58 @@ TEST_CASE("captcha checkpoint: a saved model loads back from its metadata", "[ca
   CHECK(model(x).to_vector<float>() == (*loaded)(x).to_vector<float>());
 }
 
+TEST_CASE("captcha checkpoint: an LSTM model loads back as an LSTM, a file without 'rnn' as a GRU",
+          "[captcha_model]") {
+  TempDir dir;
+  manual_seed(7);
+  captcha::ModelConfig lstm_config = tiny_config();
+  lstm_config.rnn = captcha::RnnKind::lstm;
+  captcha::CaptchaModel lstm(lstm_config);
+  save_checkpoint(dir.file("lstm.ckpt"), lstm, nullptr, captcha::model_metadata(lstm_config, "abc", "2"));
+  captcha::SavedModel saved;
+  auto loaded = captcha::model_from_checkpoint(read_checkpoint(dir.file("lstm.ckpt")), dir.file("lstm.ckpt"), saved);
+  CHECK(saved.config.rnn == captcha::RnnKind::lstm);
+  for (const auto& [name, t] : loaded->rnn->state_dict())
+    if (name == "weight_ih_l0") CHECK(t.shape() == Shape{16, 20});  // 4 gates x hidden 4, from 5 x 4 features
+  lstm.eval();
+  NoGradGuard no_grad;
+  const Tensor x = rand({1, 3, 16, 32});
+  CHECK(lstm(x).to_vector<float>() == (*loaded)(x).to_vector<float>());
+
+  // A GRU saved before the "rnn" key existed: no key, a GRU's tensors.
+  captcha::CaptchaModel gru(tiny_config());
+  std::map<std::string, std::string> old_metadata = captcha::model_metadata(tiny_config(), "abc", "2");
+  old_metadata.erase("rnn");
+  save_checkpoint(dir.file("old.ckpt"), gru, nullptr, old_metadata);
+  auto old = captcha::model_from_checkpoint(read_checkpoint(dir.file("old.ckpt")), dir.file("old.ckpt"), saved);
+  CHECK(saved.config.rnn == captcha::RnnKind::gru);
+  gru.eval();
+  CHECK(gru(x).to_vector<float>() == (*old)(x).to_vector<float>());
+}
+
+TEST_CASE("captcha checkpoint: a file whose 'rnn' names the other kind is refused by its gate count",
+          "[captcha_model]") {
+  TempDir dir;
+  manual_seed(9);
+  captcha::CaptchaModel gru(tiny_config());
+  captcha::ModelConfig claimed = tiny_config();
+  claimed.rnn = captcha::RnnKind::lstm;  // GRU tensors (3 gates), metadata saying LSTM (4)
+  save_checkpoint(dir.file("gru_as_lstm.ckpt"), gru, nullptr, captcha::model_metadata(claimed, "abc", "2"));
+  captcha::SavedModel saved;
+  const std::string to_lstm = error_of([&] {
+    captcha::model_from_checkpoint(read_checkpoint(dir.file("gru_as_lstm.ckpt")), dir.file("gru_as_lstm.ckpt"), saved);
+  });
+  CHECK_THAT(to_lstm, Catch::Contains("its tensors are not the model its metadata describes") &&
+                          Catch::Contains("rnn.weight_ih_l0 (expected [16,20], got [12,20])"));
+  claimed.rnn = captcha::RnnKind::lstm;
+  captcha::CaptchaModel lstm(claimed);
+  save_checkpoint(dir.file("lstm_as_gru.ckpt"), lstm, nullptr, captcha::model_metadata(tiny_config(), "abc", "2"));
+  const std::string to_gru = error_of([&] {
+    captcha::model_from_checkpoint(read_checkpoint(dir.file("lstm_as_gru.ckpt")), dir.file("lstm_as_gru.ckpt"), saved);
+  });
+  CHECK_THAT(to_gru, Catch::Contains("rnn.weight_ih_l0 (expected [12,20], got [16,20])"));
+}
+
 TEST_CASE("captcha checkpoint: crafted metadata is refused in one line, before anything is built",
           "[captcha_model]") {
   const std::map<std::string, std::string> good = captcha::model_metadata(tiny_config(), "abc", "4");
