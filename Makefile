@@ -2,12 +2,16 @@
 #
 #   make          release build into build/ (binaries in build/bin/)
 #   make deps     install the Debian packages minidl needs (as root; otherwise prints the command)
-#   make test     build, then run every test through ctest
+#   make test     build, then run every test through ctest, and say why any test was skipped
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
 #   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
 #   make compare  deps, build, data, then `minidl compare`: the MNIST CNN on the GPU and on the CPU, side by side
 #                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
+#   make exercise N=3   build and run the checker of the course's exercise 3 on your file (docs/course/README.md);
+#                       ARGS="--no-bench" skips the timing
+#   make install  build, then install the library, headers, programs, CMake package and pkg-config file
+#                 under PREFIX (default /usr/local): `make install PREFIX=$HOME/.local`
 #   make clean    remove build/
 # Checking builds, each in its own folder, CPU only:
 #   make test-asan   the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)
@@ -24,19 +28,31 @@ FUZZ_SECONDS ?= 60
 # (dist/single_process.cpp), and the mpirun tests skip. make test and make test-clang run them with MPI.
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all configure deps test data mnist captcha compare clean test-asan test-clang fuzz fuzz-corpus
+.PHONY: all configure deps test data mnist captcha compare exercise clean test-asan test-clang fuzz fuzz-corpus
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
+# CMAKE_FLAGS go to CMake whenever they are given (`make CMAKE_FLAGS=-DMINIDL_WITH_CUDA=OFF`), for a new
+# build folder or an existing one; CMake remembers them (its cache), so a later plain `make` keeps them.
 configure:
-	@test -f $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	@if [ ! -f $(BUILD)/CMakeCache.txt ]; then \
+	  cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS); \
+	elif [ -n "$(strip $(CMAKE_FLAGS))" ]; then \
+	  cmake -S . -B $(BUILD) $(CMAKE_FLAGS); \
+	fi
 
 deps:
 	bash scripts/install-deps.sh
 
 test: all
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS); status=$$?; \
+	  bash scripts/skipped-tests.sh $(BUILD)/Testing/Temporary/LastTest.log; exit $$status
+
+PREFIX ?= /usr/local
+.PHONY: install
+install: all
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 data:
 	bash scripts/get-mnist.sh data/mnist
@@ -51,17 +67,28 @@ captcha: deps all
 compare: deps all data
 	$(BUILD)/bin/minidl compare $(COMPARE_FLAGS)
 
+# The exercise's number without leading zeros (N=03 and N=3 are the same exercise).
+EXERCISE = $(shell echo "$(N)" | sed 's/^0*//')
+
+exercise: configure
+	@if [ -z "$(EXERCISE)" ]; then \
+	  echo "usage: make exercise N=<number>   (the exercises: exercises/README.md)"; ls -d exercises/[0-9]*; exit 2; fi
+	cmake --build $(BUILD) -j $(JOBS) --target exercise_$(EXERCISE)
+	$(BUILD)/bin/exercise_$(EXERCISE) $(ARGS)
+
 test-asan:
 	@test -f build-asan/CMakeCache.txt || cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMINIDL_WITH_CUDA=OFF -DMINIDL_WITH_MPI=OFF -DMINIDL_SANITIZE=ON
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS)
+	cd build-asan && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS); status=$$?; \
+	  bash ../scripts/skipped-tests.sh Testing/Temporary/LastTest.log; exit $$status
 
 test-clang:
 	@test -f build-clang/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release \
 	  -DMINIDL_WITH_CUDA=OFF
 	cmake --build build-clang -j $(JOBS)
-	cd build-clang && ctest --output-on-failure -j $(JOBS)
+	cd build-clang && ctest --output-on-failure -j $(JOBS); status=$$?; \
+	  bash ../scripts/skipped-tests.sh Testing/Temporary/LastTest.log; exit $$status
 
 fuzz:
 	JOBS=$(JOBS) bash fuzz/run.sh $(FUZZ_SECONDS)

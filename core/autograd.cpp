@@ -23,6 +23,7 @@ struct FunctionNode final : Node {
 };
 
 // The node that ends every path at a leaf: adds the incoming gradient into leaf.grad.
+// [doc:accumulate_grad] quoted by docs/course/02-autograd.md
 struct AccumulateGrad final : Node {
   std::shared_ptr<TensorImpl> leaf;
   grads apply(const Tensor& g) override {
@@ -32,6 +33,7 @@ struct AccumulateGrad final : Node {
     return {};
   }
 };
+// [/doc:accumulate_grad]
 
 // Gradient-ready hooks, by leaf. The weak pointer guards against a hook outliving its tensor and a new
 // tensor reusing the address.
@@ -171,6 +173,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     for (const GradReadyHook& hook : hooks_of(acc->leaf.get())) hook(leaf);
   };
 
+  // [doc:backward_walk] quoted by docs/course/02-autograd.md
   std::unordered_map<Node*, Tensor> pending{{start.get(), seed}};
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node* node = *it;
@@ -197,6 +200,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
         slot->second = add(slot->second, gi);
     }
   }
+  // [/doc:backward_walk]
 }
 
 GradReadyHookHandle add_grad_ready_hook(const Tensor& leaf, GradReadyHook hook) {

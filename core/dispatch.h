@@ -119,6 +119,7 @@ void register_kernel(const std::string& key, DeviceType device, const std::strin
 }
 
 // Calls the first kernel for (key, device) that accepts the call. Throws when none does.
+// [doc:dispatch_loop] quoted by docs/course/03-dispatch.md
 template <class Fn, class... Args>
 void dispatch(const std::string& key, Device device, Args&&... args) {
   KernelRegistry& registry = KernelRegistry::instance();
@@ -143,6 +144,7 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
   throw Error(str_cat(key, ": every kernel for ", device.str(), " declined this call (tried: ", tried,
                       "); unsupported dtype or layout?"));
 }
+// [/doc:dispatch_loop]
 
 // API selection: select_kernel("matmul", DeviceType::cpu, "naive").
 void select_kernel(const std::string& op, DeviceType device, const std::string& name);

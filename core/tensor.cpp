@@ -7,7 +7,7 @@
 #include "core/dispatch.h"
 #include "core/philox.h"
 #include "core/random.h"
-#include "ops/kernel_signatures.h"
+#include "core/tensor_kernels.h"
 
 namespace minidl {
 
@@ -41,6 +41,7 @@ int64_t Tensor::size(int d) const {
   return impl_->shape[k];
 }
 
+// [doc:is_contiguous] quoted by docs/course/01-tensors.md
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
   for (int i = dim() - 1; i >= 0; --i) {
@@ -50,6 +51,7 @@ bool Tensor::is_contiguous() const {
   }
   return true;
 }
+// [/doc:is_contiguous]
 
 void* Tensor::raw_data() const {
   return static_cast<char*>(impl_->storage->data) + impl_->offset * static_cast<int64_t>(dtype_size(dtype()));

@@ -40,6 +40,7 @@ struct Storage {
 struct Node;  // core/autograd.h
 class Tensor;
 
+// [doc:tensor_impl] quoted by docs/course/01-tensors.md
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape shape;
@@ -51,6 +52,7 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient of a leaf
   std::shared_ptr<Node> grad_fn;     // null for leaves
 };
+// [/doc:tensor_impl]
 
 // Options for factories: dtype and device (default: float32 on default_device()).
 struct TensorOptions {

@@ -23,6 +23,7 @@ Dims dims_of(const Tensor& x, const Tensor& w, const Tensor& y) {
           w.shape()[2], w.shape()[3], y.shape()[2], y.shape()[3]};
 }
 
+// [doc:conv_naive] quoted by docs/course/07-convolution.md
 template <class T>
 void forward_loops(const T* x, const T* w, T* y, const Dims& d, const Conv2dParams& p) {
   for (int64_t n = 0; n < d.n; ++n)
@@ -41,6 +42,7 @@ void forward_loops(const T* x, const T* w, T* y, const Dims& d, const Conv2dPara
           y[((n * d.o + o) * d.oh + oy) * d.ow + ox] = static_cast<T>(acc);
         }
 }
+// [/doc:conv_naive]
 
 template <class T>
 void backward_input_loops(const T* dy, const T* w, T* dx, const Dims& d, const Conv2dParams& p) {

@@ -35,11 +35,13 @@ bool cast_naive(const Tensor& src, Tensor& dst) {
 bool copy_naive(const Tensor& src, Tensor& dst) { return cast_naive(src, dst); }
 
 // Contiguous same-dtype copy: one memcpy.
+// [doc:copy_memcpy] quoted by docs/course/03-dispatch.md
 bool copy_memcpy(const Tensor& src, Tensor& dst) {
   if (!src.is_contiguous() || !dst.is_contiguous()) return false;
   std::memcpy(dst.raw_data(), src.raw_data(), src.numel() * dtype_size(src.dtype()));
   return true;
 }
+// [/doc:copy_memcpy]
 
 bool fill_naive(Tensor& dst, double value) {
   return MINIDL_ALL_TYPES(dst.dtype(), {

@@ -44,11 +44,13 @@ void unary_loop(const Tensor& x, Tensor& out, F f) {
   const T* px = x.data<T>();
   T* po = out.data<T>();
   const int64_t n = out.numel();
+  // [doc:omp_loop] quoted by docs/course/04-cpu-kernels.md
   if (x.is_contiguous()) {
 #pragma omp parallel for schedule(static) if (n > kParallelThreshold)
     for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
     return;
   }
+  // [/doc:omp_loop]
   const RowLayout L = row_layout(out, {&x});
   const int64_t cols = L.cols, sx = L.strides[0].empty() ? 1 : L.strides[0].back();
   const StridedIndex xi(L.shape, L.strides[0]);

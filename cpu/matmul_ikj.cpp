@@ -1,5 +1,5 @@
 // cpu/matmul_ikj.cpp — matmul with the loops of "naive" reordered: step 1 of the CPU GEMM ladder
-// (docs/benchmarks.md) and the worked example of docs/adding-a-kernel.md.
+// (docs/results/benchmarks.md) and the worked example of docs/adding-a-kernel.md.
 //   out[i, m, n] = sum_k op(a[i])[m, k] * op(b[i])[k, n]      (ops/kernel_signatures.h, key "matmul")
 //
 // What changed from "naive": naive computes one output at a time (m, n, then the sum over k), reading

@@ -24,6 +24,7 @@ void matmul_loops(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, b
     const T* ai = pa + i * a.shape()[1] * lda;
     const T* bi = pb + i * b.shape()[1] * ldb;
     T* oi = po + i * m_size * n_size;
+    // [doc:matmul_naive] quoted by docs/course/04-cpu-kernels.md
     for (int64_t m = 0; m < m_size; ++m)
       for (int64_t n = 0; n < n_size; ++n) {
         double acc = 0;
@@ -34,6 +35,7 @@ void matmul_loops(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, b
         }
         oi[m * n_size + n] = static_cast<T>(acc);
       }
+    // [/doc:matmul_naive]
   }
 }
 

@@ -1,5 +1,5 @@
 // cpu/matmul_packed.h — the Goto/BLIS matrix product that the packed matmul kernels share (steps 3 and 4
-// of the CPU GEMM ladder, docs/benchmarks.md): cache blocks, packed panels, and a register-blocked
+// of the CPU GEMM ladder, docs/results/benchmarks.md): cache blocks, packed panels, and a register-blocked
 // micro-kernel written with vector intrinsics, one per instruction set.
 //
 // C [M, N] = op(A) [M, K] op(B) [K, N] is computed as (loop names as in BLIS):

@@ -1,5 +1,5 @@
-// cpu/matmul_packed_avx2.cpp — step 3 of the CPU GEMM ladder (docs/benchmarks.md), AVX2 version: packed
-// panels and a 6 x 16 register-blocked micro-kernel in AVX2 + FMA intrinsics, one thread.
+// cpu/matmul_packed_avx2.cpp — step 3 of the CPU GEMM ladder (docs/results/benchmarks.md), AVX2 version:
+// packed panels and a 6 x 16 register-blocked micro-kernel in AVX2 + FMA intrinsics, one thread.
 //   out[i] = op(a[i]) op(b[i])   (key "matmul", ops/kernel_signatures.h); the algorithm is in
 //   cpu/matmul_packed.h.
 //

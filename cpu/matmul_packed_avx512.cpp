@@ -1,4 +1,4 @@
-// cpu/matmul_packed_avx512.cpp — step 3 of the CPU GEMM ladder (docs/benchmarks.md), AVX-512 version:
+// cpu/matmul_packed_avx512.cpp — step 3 of the CPU GEMM ladder (docs/results/benchmarks.md), AVX-512 version:
 // packed panels and a 12 x 32 register-blocked micro-kernel in AVX-512F intrinsics, one thread.
 //   out[i] = op(a[i]) op(b[i])   (key "matmul", ops/kernel_signatures.h); the algorithm is in
 //   cpu/matmul_packed.h.

@@ -1,6 +1,6 @@
-// cpu/matmul_packed_omp.cpp — step 4 of the CPU GEMM ladder (docs/benchmarks.md): the packed product of
-// step 3 on every OpenMP thread, with the widest micro-kernel this CPU runs (AVX-512, else AVX2),
-// chosen at run time.
+// cpu/matmul_packed_omp.cpp — step 4 of the CPU GEMM ladder (docs/results/benchmarks.md): the packed
+// product of step 3 on every OpenMP thread, with the widest micro-kernel this CPU runs (AVX-512, else
+// AVX2), chosen at run time.
 //   out[i] = op(a[i]) op(b[i])   (key "matmul", ops/kernel_signatures.h); the algorithm is in
 //   cpu/matmul_packed.h.
 //

@@ -68,6 +68,7 @@ struct MaxOp {
   __device__ __forceinline__ T operator()(T a, T b) const { return b > a ? b : a; }
 };
 
+// [doc:block_reduce] quoted by docs/course/05-cuda-kernels.md
 template <class T, class Op>
 __device__ __forceinline__ T warp_all_reduce(T v, Op op) {
 #pragma unroll
@@ -89,6 +90,7 @@ __device__ T block_all_reduce(T v, Op op) {
   __syncthreads();  // the next call may overwrite partial[] only after everyone has read it
   return total;
 }
+// [/doc:block_reduce]
 
 // ---- one row per warp, or one row per block.
 // Row kernels are instantiated twice: kBlockPerRow = false gives each warp of a block its own row

@@ -34,11 +34,13 @@ struct BindScalar {
 
 // ---------------------------------------------------------------- v1_strided
 
+// [doc:grid_stride] quoted by docs/course/05-cuda-kernels.md
 template <class T, class Index, class F>
 __global__ void unary_strided_kernel(StridedDesc xd, const T* x, T* out, int64_t n, F f) {
   for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
     out[i] = f(x[strided_offset(xd, static_cast<Index>(i))]);
 }
+// [/doc:grid_stride]
 
 template <class T, class Index, class F>
 __global__ void binary_strided_kernel(StridedDesc ad, const T* a, StridedDesc bd, const T* b, T* out, int64_t n) {

@@ -51,6 +51,7 @@ __device__ __forceinline__ T op_at(const T* x, int64_t ld, int64_t r, int64_t c)
 // One thread per output element: a dot product of length K read straight from global memory.
 // Threads along x take consecutive columns n so the writes (and the reads of b when not transposed)
 // are coalesced. Each element of a and b is read M or N times from memory: bound by memory traffic.
+// [doc:v1_naive] quoted by docs/course/06-gemm-ladder.md
 template <class T, bool TA, bool TB>
 __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
                                     MatmulDims d) {
@@ -65,6 +66,7 @@ __global__ void matmul_naive_kernel(const T* __restrict__ a, const T* __restrict
     out[(bi * d.M + m) * d.N + n] = acc;
   }
 }
+// [/doc:v1_naive]
 
 template <class T, bool TA, bool TB>
 void launch_naive(const Tensor& a, const Tensor& b, Tensor& out, const MatmulDims& d, cudaStream_t s) {

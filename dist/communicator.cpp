@@ -14,6 +14,16 @@ const char* backend_name(Backend b) { return b == Backend::mpi ? "mpi" : "nccl";
 
 Backend backend_for(const Device& device) { return device.is_cuda() ? Backend::nccl : Backend::mpi; }
 
+bool backend_built_in(Backend b) {
+#ifdef MINIDL_WITH_MPI
+  if (b == Backend::mpi) return true;
+#endif
+#ifdef MINIDL_WITH_NCCL
+  if (b == Backend::nccl) return true;
+#endif
+  return false;
+}
+
 void Communicator::check_tensor(const char* op, const Tensor& t) const {
   MINIDL_CHECK(t.defined(), backend_name(backend()), " ", op, ": undefined tensor");
   MINIDL_CHECK(t.device() == device(), backend_name(backend()), " ", op, ": the tensor is on ", t.device().str(),

@@ -39,6 +39,9 @@ enum class Backend { mpi, nccl };
 const char* backend_name(Backend b);
 // The backend that serves tensors on `device`: mpi for the CPU, nccl for CUDA.
 Backend backend_for(const Device& device);
+// Whether this build has `b` (mpi: Open MPI found at configure time; nccl: CUDA and nccl.h, the library
+// itself being loaded only when a communicator is made).
+bool backend_built_in(Backend b);
 
 // A collective that has been started.
 class Work {

@@ -84,6 +84,13 @@ void broadcast_bytes(void* data, size_t n, int root) {
   MINIDL_MPI_CHECK(MPI_Bcast(data, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD));
 }
 
+int max_over_ranks(int mine) {
+  process_info();
+  int largest = mine;
+  MINIDL_MPI_CHECK(MPI_Allreduce(&mine, &largest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+  return largest;
+}
+
 void abort_job(int status) {
   if (started && info.world_size > 1) MPI_Abort(MPI_COMM_WORLD, status);
   std::exit(status);

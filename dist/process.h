@@ -37,6 +37,9 @@ bool multi_process_supported();
 std::vector<std::string> all_gather_strings(const std::string& mine);
 // Copies root's n bytes at `data` to every rank's `data`.
 void broadcast_bytes(void* data, size_t n, int root);
+// The largest of every rank's `mine` (one MPI_Allreduce of an int on the host: cheap enough to call every
+// training step, e.g. to agree on stopping when one rank got SIGINT: examples/run_state.h).
+int max_over_ranks(int mine);
 
 // An error every rank raises together: one or more ranks found a problem and all of them stop, so no
 // rank is left waiting in a collective. Programs print it once (rank 0) and every rank exits normally

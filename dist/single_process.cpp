@@ -56,6 +56,11 @@ void broadcast_bytes(void*, size_t, int root) {
   MINIDL_CHECK(root == 0, "broadcast_bytes: root ", root, " in a job of one process");
 }
 
+int max_over_ranks(int mine) {
+  process_info();
+  return mine;
+}
+
 void abort_job(int status) { std::exit(status); }
 
 std::string mpi_library_description() {

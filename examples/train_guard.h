@@ -4,8 +4,9 @@
 //
 // The loops read their losses from the device in batches (a read from a GPU waits for it), so a NaN is
 // noticed up to a few dozen steps after it appeared; each loss keeps its step and learning rate, so the
-// report names the first bad step all the same. Nothing is saved in between: saves happen at the end of
-// an epoch, after every loss of the epoch and every parameter and buffer have been checked.
+// report names the first bad step all the same. Nothing is saved unchecked: a save (at the end of an
+// epoch, or mid-epoch: --save-every, Ctrl-C) comes after every loss read so far and every parameter and
+// buffer have been checked.
 //
 // The programs exit with status 3 on NonFiniteError (1 for other errors, 2 for bad flags).
 //
@@ -47,8 +48,13 @@ class DivergenceGuard {
   explicit DivergenceGuard(std::string save_path, const minidl::dist::DistributedRun* job = nullptr)
       : save_path_(std::move(save_path)), job_(job) {}
 
-  // The file now holds `epoch` (called after each save; in a job, by every rank: rank 0 saved it).
-  void saved(int64_t epoch) { last_saved_epoch_ = epoch; }
+  // The file now holds the run after `epoch` epochs and `epoch_step` steps of the next (called after each
+  // save, at an epoch's end or in the middle of one: examples/run_state.h; in a job, by every rank: rank 0
+  // saved it).
+  void saved(int64_t epoch, int64_t epoch_step = 0) {
+    last_saved_epoch_ = epoch;
+    last_saved_epoch_step_ = epoch_step;
+  }
 
   // Stops (see the header comment) when the training loss of `step` (1-based, over the run) is NaN or
   // infinite.
@@ -115,6 +121,9 @@ class DivergenceGuard {
   // What the --save file holds now.
   std::string save_note() const {
     if (save_path_.empty()) return "";
+    if (last_saved_epoch_step_ > 0)
+      return minidl::str_cat(" ", save_path_, " keeps step ", last_saved_epoch_step_, " of epoch ",
+                             last_saved_epoch_ + 1, ", the last good state.");
     if (last_saved_epoch_ > 0)
       return minidl::str_cat(" ", save_path_, " keeps epoch ", last_saved_epoch_, ", the last good one.");
     return minidl::str_cat(" ", save_path_, " was not written by this run.");
@@ -122,7 +131,7 @@ class DivergenceGuard {
 
   std::string save_path_;
   const minidl::dist::DistributedRun* job_;
-  int64_t last_saved_epoch_ = 0;
+  int64_t last_saved_epoch_ = 0, last_saved_epoch_step_ = 0;
   std::string problem_;       // in a job: this rank's first problem ("" while there is none)
   int64_t problem_step_ = 0;  // and its step
 };

@@ -75,7 +75,7 @@ Tensor images_to_tensor(const std::vector<Image>& images, int width, int height)
 // Batch{inputs [B, 3, H, W] float32, targets [B, max_length] int64}; the padding is the blank (class 0,
 // never a label), so ctc_target_lengths() recovers the lengths. get_batch renders on `threads` threads
 // (0: one per hardware thread); every sample is a pure function of (seed, index), so batches do not
-// depend on the thread count. Rendering runs at about 4,000 captchas/s per core (docs/captcha.md).
+// depend on the thread count. Rendering runs at about 4,000 captchas/s per core (docs/results/captcha.md).
 class GeneratedCaptchaDataset : public Dataset {
  public:
   GeneratedCaptchaDataset(CaptchaOptions options, uint64_t seed, int64_t count, int threads = 0,

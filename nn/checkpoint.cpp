@@ -252,9 +252,11 @@ class PendingTempFile {
 
 // temp file next to the target (so rename is atomic) -> write -> keep the old file's mode -> fsync ->
 // rename over the target -> fsync the folder. `path` may be a symbolic link: its target is replaced.
-void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes) {
-  MINIDL_CHECK(!path.empty(), "checkpoint: cannot save to an empty path");
-  const std::string what = str_cat("checkpoint: cannot save '", path, "'");
+// `who` starts the error messages ("checkpoint: cannot save 'x'"; "" for "cannot save 'x'").
+void write_atomically(const std::string& path, const uint8_t* data, size_t size, const std::string& who) {
+  const std::string prefix = who.empty() ? "" : who + ": ";
+  MINIDL_CHECK(!path.empty(), prefix, "cannot save to an empty path");
+  const std::string what = str_cat(prefix, "cannot save '", path, "'");
   const std::string target = resolve_links(path);
   const Existing old = existing_target(target, what);
 
@@ -262,7 +264,7 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes
   std::string tmp = temp_template(target);
   MINIDL_CHECK(PendingTempFile::fits(tmp), what, ": the path is too long");
   const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  MINIDL_CHECK(fd >= 0, "checkpoint: cannot create a temporary file next to '", target, "': ", std::strerror(errno));
+  MINIDL_CHECK(fd >= 0, prefix, "cannot create a temporary file next to '", target, "': ", std::strerror(errno));
   PendingTempFile pending(tmp);
   auto fail = [&](const char* step, bool close_fd) {
     const int err = errno;
@@ -271,8 +273,8 @@ void write_atomically(const std::string& path, const std::vector<uint8_t>& bytes
     throw Error(str_cat(what, ": ", step, " failed: ", std::strerror(err)));
   };
   size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) fail("write", true);
     done += static_cast<size_t>(n);
@@ -453,7 +455,12 @@ std::vector<uint8_t> read_checked_file(const std::string& path, const std::strin
 }  // namespace
 
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint) {
-  write_atomically(path, serialize(path, checkpoint));
+  const std::vector<uint8_t> bytes = serialize(path, checkpoint);
+  write_atomically(path, bytes.data(), bytes.size(), "checkpoint");
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  write_atomically(path, reinterpret_cast<const uint8_t*>(contents.data()), contents.size(), "");
 }
 
 Checkpoint read_checkpoint(const std::string& path) {

@@ -40,6 +40,11 @@ Checkpoint read_checkpoint(const std::string& path);
 // The same from the file's bytes in memory (fuzzing, tests); `path` stands for the file in messages.
 Checkpoint parse_checkpoint(const std::vector<uint8_t>& bytes, const std::string& path);
 
+// Any other file that must be all or nothing (`mnist predict`'s submission CSV), written the same way
+// as a checkpoint: a temporary file, fsync, rename, with the same handling of links, modes and signals.
+// Errors start "cannot save 'PATH'".
+void write_file_atomically(const std::string& path, const std::string& contents);
+
 // Checks, before a program starts work that ends with a save, that `path` can be saved to: the name is
 // not empty, its folder exists and lets us create a file (one is created and removed: permissions,
 // read-only file systems), and the path is not a folder, device, FIFO or socket. Then removes temporary

@@ -111,12 +111,14 @@ std::vector<int64_t> DataLoader::order(int64_t epoch) const {
   return idx;
 }
 
-DataLoader::Epoch DataLoader::epoch(int64_t e) {
+DataLoader::Epoch DataLoader::epoch(int64_t e, int64_t first_batch) {
+  MINIDL_CHECK(first_batch >= 0 && first_batch <= num_batches(), "DataLoader: epoch ", e, " has ", num_batches(),
+               " batches; cannot start at batch ", first_batch);
   const std::vector<int64_t> idx = order(e);
   std::vector<std::vector<int64_t>> batches;
   std::vector<int64_t> global_sizes;
   const int64_t b = options_.batch_size, total = num_samples();
-  for (int64_t start = 0; start < total; start += b) {
+  for (int64_t start = first_batch * b; start < total; start += b) {
     const int64_t n = std::min(b, total - start);
     const Range part = shard_range(n, options_.shard_index, options_.shard_count);
     batches.emplace_back(idx.begin() + start + part.begin, idx.begin() + start + part.end);

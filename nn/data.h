@@ -111,7 +111,10 @@ class DataLoader {
 
   class Epoch;
   // One pass over the data. The returned object owns the prefetch thread; iterate it once.
-  Epoch epoch(int64_t e);
+  // first_batch > 0 starts the pass at that batch of epoch e (0-based), skipping the ones before it
+  // without reading them: a run resumed in the middle of an epoch continues with the very batches the
+  // uninterrupted run would have seen (the order is a pure function of the seed and e).
+  Epoch epoch(int64_t e, int64_t first_batch = 0);
 
  private:
   std::shared_ptr<const Dataset> dataset_;

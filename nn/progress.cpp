@@ -36,6 +36,12 @@ Progress::Progress(std::string title, int64_t total_steps, Mode mode, std::FILE*
   MINIDL_CHECK(total_steps >= 0, "progress: total_steps must not be negative, got ", total_steps);
 }
 
+void Progress::resumed_at(int64_t step, int64_t samples) {
+  first_step_ = step;
+  first_samples_ = samples;
+  while (next_quarter_ <= 3 && step * 4 >= next_quarter_ * total_) ++next_quarter_;
+}
+
 double Progress::elapsed_seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
@@ -51,8 +57,8 @@ bool Progress::due(int64_t step) const {
 
 std::string Progress::status_text(int64_t step, int64_t samples, double loss, double accuracy) const {
   const double t = elapsed_seconds();
-  const double rate = t > 0 ? samples / t : 0;
-  const double eta = step > 0 ? t / step * (total_ - step) : 0;
+  const double rate = t > 0 ? (samples - first_samples_) / t : 0;
+  const double eta = step > first_step_ ? t / (step - first_step_) * (total_ - step) : 0;
   char buf[160];
   std::snprintf(buf, sizeof buf, "%lld/%lld  loss %.4f  acc %.2f%%  %.0f img/s  ETA %s",
                 static_cast<long long>(step), static_cast<long long>(total_), loss, 100 * accuracy, rate,

@@ -34,6 +34,11 @@ class Progress {
   // Clears the live line and prints `summary` on its own line.
   void finish(const std::string& summary);
 
+  // A loop resumed after `step` steps and `samples` samples (a run continued in the middle of an epoch):
+  // images per second and the ETA count only what this loop does; the plain mode's quarters already
+  // passed are not reported again.
+  void resumed_at(int64_t step, int64_t samples);
+
   double elapsed_seconds() const;
   bool live() const { return live_; }
 
@@ -48,6 +53,7 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
   double last_print_;          // seconds since start
   int next_quarter_ = 1;       // plain mode: the next of 25/50/75% to report
+  int64_t first_step_ = 0, first_samples_ = 0;  // where the loop started (resumed_at)
   size_t last_width_ = 0;      // live mode: characters on the line, to blank leftovers
 };
 

@@ -85,6 +85,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// [doc:mul_op] quoted by docs/course/02-autograd.md
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor out = binary("mul", a, b);
   if (needs_grad({a, b})) {
@@ -95,6 +96,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   }
   return out;
 }
+// [/doc:mul_op]
 
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor out = binary("div", a, b);

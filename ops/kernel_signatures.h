@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "core/tensor_kernels.h"
 
 namespace minidl {
 
@@ -37,13 +38,8 @@ using UnaryScalarKernel = bool(const Tensor& x, double scalar, Tensor& out);
 // a and b are already broadcast (expanded) to out's shape: any strides, including 0.
 using BinaryKernel = bool(const Tensor& a, const Tensor& b, Tensor& out);
 
-// Key "copy": dst = src. Same shape and dtype, same device; both any strides (dst is written through
-// its strides and never overlaps src). Key "cast": the same, but dst may have another dtype (any of the
-// four); values convert as C++ static_cast does.
-using CopyKernel = bool(const Tensor& src, Tensor& dst);
-
-// Key "fill": every element of dst (any strides, any dtype) = value.
-using FillKernel = bool(Tensor& dst, double value);
+// Keys "copy", "cast" (CopyKernel) and "fill" (FillKernel): in core/tensor_kernels.h, included above, as the
+// Tensor itself dispatches them (to(), contiguous(), zeros()).
 
 // Key "dropout_mask": mask[i] = (u_i >= p) ? 1/(1-p) : 0, where u_i = philox_uniform(seed, offset + i)
 // (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).

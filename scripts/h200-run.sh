@@ -57,7 +57,7 @@ for s in "${steps[@]}"; do
       MINIDL_TF32=1 run captcha_bench_tf32 40 "$bin/captcha" bench --device cuda ;;
     compare)  # `minidl compare`: MNIST on the GPU, then on this host's CPU (OMP_NUM_THREADS), docs/compare.md.
       # The CPU side: 3 epochs of --cpu-limit images. `mnist bench` on 16 cores measured 10.7 ms per step
-      # of 64 (docs/results.md), ~6,000 images/s: 3 x 30,000 images is ~15 s at that rate, ~45 s at a
+      # of 64 (docs/results/README.md), ~6,000 images/s: 3 x 30,000 images is ~15 s at that rate, ~45 s at a
       # third of it, plus a test pass per epoch. COMPARE_CPU_LIMIT=0: all 60,000 (~2 min at a third).
       run compare 400 "$bin/minidl" compare --data "$data" --epochs 3 --cpu-limit "${COMPARE_CPU_LIMIT:-30000}" \
         --out "$out/compare"

@@ -25,9 +25,9 @@ import json
 # Gradient buckets in launch order (bytes), as the programs print them at start (4 MiB buckets).
 MODELS = {
     "mnist": {"batch": 64, "buckets": [5672, 4718592, 75264], "step_ms": 0.73,
-              "step_source": "measured: mnist bench, batch 64, H200 (docs/results.md)"},
+              "step_source": "measured: mnist bench, batch 64, H200 (docs/results/README.md)"},
     "captcha": {"batch": 128, "buckets": [3198100, 2361344, 2361344, 4132864, 557952], "step_ms": 20.4,
-                "step_source": "measured: captcha bench, batch 128, H200 (docs/results.md)"},
+                "step_source": "measured: captcha bench, batch 128, H200 (docs/results/README.md)"},
 }
 
 # Assumptions where nothing is measured: NOMINAL figures from public specifications, not measurements.
@@ -93,7 +93,7 @@ def main():
         if (model, batch) in step_ms:
             return step_ms[(model, batch)], "measured"
         if batch == m["batch"]:
-            return m["step_ms"], "docs/results.md"
+            return m["step_ms"], "docs/results/README.md"
         return m["step_ms"] * batch / m["batch"], "assumed ideal"  # optimistic: small batches use a GPU worse
 
     for model, m in MODELS.items():

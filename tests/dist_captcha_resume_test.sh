@@ -38,7 +38,7 @@ two() { bash "$here/mpirun.sh" 2 "$bin" "${flags[@]}" --distributed "$@"; }
 two --save "$dir/straight.ckpt" >"$dir/straight.log" 2>&1 || fail "the straight 2-process run"
 grep -q "distributed: 2 processes" "$dir/straight.log" || fail "the straight run was not distributed"
 two --save "$dir/resumed.ckpt" --stop-after-epochs 1 >"$dir/part1.log" 2>&1 || fail "part 1"
-grep -q "stopped after 1 epoch" "$dir/part1.log" || fail "part 1 did not stop after one epoch"
+grep -q "stopped as asked (--stop-after-epochs 1) after epoch 1" "$dir/part1.log" || fail "part 1 did not stop after one epoch"
 cp "$dir/resumed.ckpt" "$dir/epoch1.ckpt"
 two --resume "$dir/resumed.ckpt" >"$dir/part2.log" 2>&1 || fail "part 2"
 grep -q "resuming .* after epoch 1 (step 2)" "$dir/part2.log" || fail "part 2 did not resume after epoch 1"

@@ -134,6 +134,41 @@ TEST_CASE("data: drop_last drops only the partial batch", "[data]") {
   CHECK(visit(even, 0).size() == 10);
 }
 
+TEST_CASE("data: an epoch started at batch k yields the same batches as the whole epoch from k on", "[data]") {
+  // What a run resumed in the middle of an epoch relies on: the batches after k, in every part of a
+  // sharded loader, are those of the uninterrupted epoch.
+  for (int shards : {1, 3}) {
+    for (int shard = 0; shard < shards; ++shard) {
+      DataLoaderOptions o;
+      o.batch_size = 6;
+      o.shuffle = true;
+      o.seed = 99;
+      o.shard_index = shard;
+      o.shard_count = shards;
+      DataLoader loader(counting_dataset(27), o);  // 4 batches of 6 and one of 3
+      REQUIRE(loader.num_batches() == 5);
+      std::vector<std::vector<int64_t>> whole;
+      for (Batch& b : loader.epoch(2)) whole.push_back(b.targets.to_vector<int64_t>());
+      for (int64_t k = 0; k <= 5; ++k) {
+        INFO("shard " << shard << " of " << shards << ", first batch " << k);
+        std::vector<std::vector<int64_t>> tail;
+        std::vector<int64_t> global_sizes;
+        for (Batch& b : loader.epoch(2, k)) {
+          tail.push_back(b.targets.to_vector<int64_t>());
+          global_sizes.push_back(b.global_size);
+        }
+        CHECK(tail == std::vector<std::vector<int64_t>>(whole.begin() + k, whole.end()));
+        if (k < 5) CHECK(global_sizes.back() == 3);
+      }
+    }
+  }
+  DataLoaderOptions o;
+  o.batch_size = 4;
+  DataLoader loader(counting_dataset(10), o);
+  CHECK_THROWS_WITH(loader.epoch(0, 4), Catch::Contains("has 3 batches; cannot start at batch 4"));
+  CHECK_THROWS_WITH(loader.epoch(0, -1), Catch::Contains("cannot start at batch -1"));
+}
+
 TEST_CASE("data: an error in the prefetch thread reaches the consumer at that batch", "[data]") {
   for (bool prefetch : {false, true}) {
     INFO("prefetch " << prefetch);

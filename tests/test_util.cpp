@@ -1,22 +1,11 @@
+// tests/test_util.cpp — the helpers of tests/test_util.h that report through Catch2 (a visible skip
+// message, the kernel under test in each failure); the rest is in tests/check_util.cpp.
 #include "tests/test_util.h"
 
 #include <catch2/catch.hpp>
-#include <algorithm>
-#include <cmath>
-#include <sstream>
-
-#include "core/autograd.h"
-#include "core/backend.h"
 
 namespace minidl {
 namespace testing {
-
-std::string cuda_unavailable_reason() {
-  if (!has_backend(DeviceType::cuda)) return "this build has no CUDA backend (nvcc was not found at configure time)";
-  DeviceBackend& b = backend_for(DeviceType::cuda);
-  if (b.device_count() == 0) return b.unavailable_reason();
-  return "";
-}
 
 std::vector<Device> test_devices() {
   std::vector<Device> out{Device::cpu()};
@@ -26,60 +15,6 @@ std::vector<Device> test_devices() {
   else
     WARN("GPU cases skipped: " << why);
   return out;
-}
-
-std::string compare(const Tensor& got, const Tensor& ref, double rtol, double atol) {
-  std::ostringstream os;
-  if (got.shape() != ref.shape()) {
-    os << "shape " << shape_str(got.shape()) << " != expected " << shape_str(ref.shape());
-    return os.str();
-  }
-  const std::vector<double> g = got.to_vector<double>(), r = ref.to_vector<double>();
-  double max_err = 0;
-  int shown = 0, bad = 0;
-  for (size_t i = 0; i < g.size(); ++i) {
-    const double err = std::fabs(g[i] - r[i]);
-    const bool ok = err <= atol + rtol * std::fabs(r[i]) && !std::isnan(g[i]) == !std::isnan(r[i]);
-    if (!std::isnan(err)) max_err = std::max(max_err, err);
-    if (!ok || std::isnan(g[i]) != std::isnan(r[i])) {
-      ++bad;
-      if (shown++ < 5) os << "  [" << i << "] got " << g[i] << " expected " << r[i] << " (err " << err << ")\n";
-    }
-  }
-  if (bad == 0) return "";
-  std::ostringstream head;
-  head << bad << " of " << g.size() << " elements differ (max abs error " << max_err << ", rtol " << rtol
-       << ", atol " << atol << "):\n"
-       << os.str();
-  return head.str();
-}
-
-Tensor uniform(const Shape& shape, double lo, double hi, DType dtype, Device device) {
-  Tensor u = rand(shape, TensorOptions(dtype, device));
-  return add_scalar(mul_scalar(u, hi - lo), lo);
-}
-
-std::vector<std::string> kernels_for(const std::string& key, DeviceType device) {
-  std::vector<std::string> names;
-  for (const KernelInfo* k : KernelRegistry::instance().all())
-    if (k->key == key && k->device == device) names.push_back(k->name);
-  return names;
-}
-
-bool is_tf32_kernel(const std::string& name) { return name.find("tf32") != std::string::npos; }
-
-double tf32_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 256; }
-
-Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32) {
-  if (!is_tf32_kernel(name)) return fp32;
-  return {std::max(fp32.rtol, kTf32Rtol), std::max(fp32.atol, tf32_atol(terms))};
-}
-
-bool served_or_declined(const std::string& key, DeviceType device, const std::string& name, bool may_decline) {
-  if (last_kernel(key, device) == name) return true;
-  if (!may_decline) return false;
-  const std::vector<std::string> declined = last_declined_kernels(key, device);
-  return std::find(declined.begin(), declined.end(), name) != declined.end();
 }
 
 void for_each_kernel(const std::string& key, const std::function<void(Device, const std::string&)>& body) {
@@ -93,63 +28,6 @@ void for_each_kernel(const std::string& key, const std::function<void(Device, co
       body(d, name);
     }
   }
-}
-
-namespace {
-double scalar_loss(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& inputs,
-                   const Tensor& w) {
-  NoGradGuard ng;
-  Tensor out = f(inputs);
-  return sum(mul(out.to(DType::float64).to(Device::cpu()), w)).item<double>();
-}
-}  // namespace
-
-std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
-                      double h, double rtol, double atol) {
-  // Analytic gradients.
-  for (Tensor& t : inputs) t.zero_grad();
-  Tensor out = f(inputs);
-  Tensor w = uniform(out.shape(), 0.5, 1.5);
-  Tensor loss = sum(mul(out, w.to(out.device()).to(out.dtype())));
-  loss.backward();
-
-  std::ostringstream errors;
-  int bad = 0;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    Tensor& x = inputs[k];
-    if (!x.requires_grad()) continue;
-    MINIDL_CHECK(x.dtype() == DType::float64 && x.device().is_cpu() && x.is_contiguous(),
-                 "gradcheck: inputs must be contiguous float64 CPU tensors");
-    const Tensor g = x.grad();
-    if (!g.defined()) {
-      errors << "input " << k << ": no gradient reached it\n";
-      ++bad;
-      continue;
-    }
-    const std::vector<double> analytic = g.to_vector<double>();
-    double* p = x.data<double>();
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      const double saved = p[i];
-      const double f0 = scalar_loss(f, inputs, w);
-      p[i] = saved + h;
-      const double fp = scalar_loss(f, inputs, w);
-      p[i] = saved - h;
-      const double fm = scalar_loss(f, inputs, w);
-      p[i] = saved;
-      const double right = (fp - f0) / h, left = (f0 - fm) / h;
-      if (std::fabs(right - left) > 1e-3 * (1 + std::fabs(right) + std::fabs(left))) continue;  // a kink
-      const double numeric = (fp - fm) / (2 * h);
-      // Round-off in the difference quotient is about 1e-16 * |L| / h; allow for it.
-      const double tolerance = atol + rtol * std::fabs(numeric) + 1e-9 * (std::fabs(f0) + 1);
-      if (std::fabs(numeric - analytic[i]) > tolerance) {
-        if (bad < 8)
-          errors << "input " << k << " element " << i << ": analytic " << analytic[i] << " numeric " << numeric
-                 << "\n";
-        ++bad;
-      }
-    }
-  }
-  return bad == 0 ? "" : str_cat(bad, " gradient mismatches:\n", errors.str());
 }
 
 }  // namespace testing

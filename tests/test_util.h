@@ -1,5 +1,7 @@
 // tests/test_util.h — helpers shared by the tests: devices to run on, tolerant comparison that prints
-// the first mismatches, and the finite-difference gradient checker.
+// the first mismatches, and the finite-difference gradient checker. Defined in tests/check_util.cpp
+// (no test framework: the exercises' checkers use them too) and tests/test_util.cpp (test_devices and
+// for_each_kernel, which report through Catch2).
 #pragma once
 #include <functional>
 #include <string>
@@ -18,7 +20,8 @@ std::string cuda_unavailable_reason();
 std::vector<Device> test_devices();
 
 // Compares got (any device) with ref elementwise: |got - ref| <= atol + rtol * |ref|.
-// Returns "" on success, otherwise a message with the max error and the first mismatches.
+// Returns "" on success, otherwise a message with the max error and the first mismatches (flat index,
+// and the index per dimension for tensors of two or more dimensions).
 std::string compare(const Tensor& got, const Tensor& ref, double rtol, double atol);
 
 // Central-difference gradient check in float64. `f` maps the inputs to an output tensor; the check

@@ -6,7 +6,7 @@
 //                                                      dist backends
 //   minidl bench [--op OP]... [--kernel NAME]... [--device cpu|cuda] [--shape KEY:SPEC]... [--repeat N]
 //                [--json FILE] [--svg FILE]            every kernel of every key, timed and checked
-//                                                      (tools/bench/, docs/benchmarks.md)
+//                                                      (tools/bench/, docs/results/benchmarks.md)
 //   minidl compare [--example mnist|captcha] [--data DIR] [--epochs N] [--cpu-limit N] [--seed N]
 //                  [--out DIR] [-- FLAGS...]           the same training on the GPU and the CPU, side by side
 //                                                      (tools/compare.h, docs/compare.md)

@@ -1,6 +1,6 @@
 // examples/captcha/bench.cpp — `captcha bench`: time whole training steps of the default captcha model on
 // one synthetic batch, for the side-by-side comparison with PyTorch (scripts/torch_captcha_bench.py,
-// scripts/compare-torch.sh, docs/results.md "PyTorch side by side").
+// scripts/compare-torch.sh, docs/results/README.md "PyTorch side by side").
 //
 //   captcha bench [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100] [--rnn gru|lstm]
 //                 [--gru auto|fused|composed|sequence] [--kernel OP=NAME]... [--seed N] [--json FILE]

@@ -5,8 +5,8 @@
 //                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
 //                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
 //                 [--channels A,B,...]
-//                 [--convs-per-block N] [--hidden N] [--dropout P] [--resume FILE] [--stop-after-epochs N]
-//                 [--deterministic] [--distributed]
+//                 [--convs-per-block N] [--hidden N] [--dropout P] [--save-every N] [--resume FILE]
+//                 [--stop-after-epochs N] [--stop-after-steps N] [--deterministic] [--distributed]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
@@ -16,13 +16,16 @@
 // seed S + 1 (fixed for the run, disjoint from training); else every k-th image of --data, held out.
 // Loss: ctc_loss over all T time steps (zero_infinity: a label no alignment fits adds nothing rather
 // than inf). Adam, by default with a cosine decay of the learning rate to 1% over the whole run.
-// --save writes the model after every epoch with its configuration, charset and label length in the
-// metadata; `captcha eval` tests on seed S + 2 by default. The file also holds what a resumed run needs:
-// the Adam state, the step, the position of the global random stream and the run's settings.
-// --resume FILE continues such a run after its last saved epoch, with the same flags; the result is bit
-// for bit the uninterrupted run's on the same machine and kernels (tests/captcha_resume_test.sh). The
-// run keeps saving to FILE unless --save says otherwise, and appends to --metrics. --stop-after-epochs N
-// ends this invocation after N epochs (to continue later): long CPU runs, or time-limited GPU slots.
+// --save writes the model after every epoch (and every --save-every N steps) with its configuration,
+// charset and label length in the metadata; `captcha eval` tests on seed S + 2 by default. The file also
+// holds what a resumed run needs (examples/run_state.h): the Adam state, the position (epoch, step within
+// it, step of the run), the position of the global random stream and the run's settings. --resume FILE
+// continues such a run where it stopped, mid-epoch included, with the same flags; the result is bit for
+// bit the uninterrupted run's on the same machine and kernels (tests/captcha_resume_test.sh). The run
+// keeps saving to FILE unless --save says otherwise, and appends to --metrics. --stop-after-epochs N and
+// --stop-after-steps N end this invocation (to continue later): long CPU runs, or time-limited GPU
+// slots. Ctrl-C or SIGTERM finishes the current step, saves, prints how to resume and exits with 130
+// (143 for SIGTERM).
 // Reliability, as in `mnist train`: flags, MINIDL_* variables and the save path are checked before any
 // work; a NaN or infinite loss stops the run naming the step and learning rate, exit status 3, and the
 // save file keeps the last good epoch (examples/train_guard.h). --deterministic: the same bits on a GPU
@@ -35,7 +38,7 @@
 // path and saves. Batch norm normalises over each rank's part (no synchronised batch norm). A file saved
 // by a job of any size resumes in a job of any size that divides --batch (--resume FILE must be readable
 // on every rank). A NaN or infinite loss on any rank stops every rank together, exit status 3
-// (examples/train_guard.h).
+// (examples/train_guard.h), and so does Ctrl-C on any rank (examples/run_state.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,6 +55,7 @@
 #include "dist/launch.h"
 #include "examples/flags.h"
 #include "examples/captcha/common.h"
+#include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
@@ -72,11 +76,11 @@ namespace captcha {
 namespace {
 
 struct TrainArgs {
-  std::string device = "auto", data, val_data, metrics, save, resume;
+  std::string device = "auto", data, val_data, metrics;
   std::string charset = CaptchaOptions().charset, length = "4", rnn = "gru", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
   int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
-  int64_t stop_after_epochs = 0;  // 0: run to the end
+  examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
   int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
   double lr = 1e-3, dropout = 0.25;
   uint64_t seed = 1;
@@ -232,6 +236,16 @@ class LossLog {
   }
   double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0; }
   int64_t samples() const { return count_; }
+  // The running sums {loss sum, samples} (after flush()): saved in the middle of an epoch and restored
+  // when the run resumes there (examples/run_state.h), so the epoch's summary covers all of it.
+  static constexpr size_t kSums = 2;
+  std::vector<double> sums() const { return {sum_, static_cast<double>(count_)}; }
+  void restore(const std::vector<double>& sums) {
+    MINIDL_CHECK(sums.size() == kSums && pending_.empty(), "LossLog: restore needs ", kSums, " sums, got ",
+                 sums.size());
+    sum_ = sums[0];
+    count_ = static_cast<int64_t>(sums[1]);
+  }
   // Data-parallel: the totals of every rank (call on every rank, after flush()).
   void sum_over_ranks(dist::DataParallel& dp) {
     const std::vector<double> total = dp.sum({sum_, static_cast<double>(count_)});
@@ -252,42 +266,14 @@ class LossLog {
 // --resume: a resumed run must be the same run, or its result would be neither run's.
 std::map<std::string, std::string> run_settings(const TrainArgs& a, const TrainingData& data, int64_t epochs,
                                                 int64_t total_steps) {
-  char lr[32];
-  std::snprintf(lr, sizeof lr, "%.17g", a.lr);
   return {{"run.data", data.description},
           {"run.batch", std::to_string(a.batch)},
           {"run.batches_per_epoch", std::to_string(data.batches_per_epoch)},
           {"run.epochs", std::to_string(epochs)},
           {"run.total_steps", std::to_string(total_steps)},
-          {"run.lr", lr},
+          {"run.lr", examples::exact_number(a.lr)},
           {"run.schedule", a.schedule},
           {"run.seed", std::to_string(a.seed)}};
-}
-
-// Where a resumed run starts: after the saved epoch, at the saved step.
-struct ResumePoint {
-  int64_t epoch = 0, step = 0;
-};
-
-// Loads model and Adam state from `path` (a --save file of the same run) and restores the random stream.
-ResumePoint resume_from(const std::string& path, Module& model, Optimizer& optimizer,
-                        const std::map<std::string, std::string>& expected) {
-  const std::map<std::string, std::string> meta = with_metadata_defaults(load_checkpoint(path, model, &optimizer));
-  std::vector<std::string> differences;
-  for (const auto& [key, value] : expected) {
-    auto it = meta.find(key);
-    const std::string saved = it == meta.end() ? "(none)" : it->second;
-    if (saved != value) differences.push_back(str_cat(key, ": saved ", saved, ", this run ", value));
-  }
-  std::string listed;
-  for (const std::string& d : differences) listed += (listed.empty() ? "" : "; ") + d;
-  MINIDL_CHECK(differences.empty(), "--resume ", path, ": the saved run had other settings; resume with the same "
-               "flags (", listed, ")");
-  for (const char* key : {"epoch", "step", "random_offset"})
-    MINIDL_CHECK(meta.count(key), "--resume ", path, ": no '", key, "' in the file (saved by an older minidl?)");
-  set_random_state(std::stoull(meta.at("run.seed")),  // equal to this run's --seed, checked above
-                   static_cast<uint64_t>(metadata_int(meta, "random_offset", 0, INT64_MAX, path)));
-  return {metadata_int(meta, "epoch", 0, INT64_MAX, path), metadata_int(meta, "step", 0, INT64_MAX, path)};
 }
 
 // A validation result of every rank's part, summed over the ranks.
@@ -309,9 +295,8 @@ EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
 int run_train(const TrainArgs& a) {
   select_kernels_from_flags(a.kernels);
   set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
-  const std::string save_path = !a.save.empty() ? a.save : a.resume;
-  MINIDL_CHECK(a.stop_after_epochs == 0 || !save_path.empty(),
-               "--stop-after-epochs needs --save FILE (or --resume FILE): a stopped run continues from that file");
+  const std::string save_path = a.run.save_path();
+  a.run.check();
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
@@ -322,7 +307,7 @@ int run_train(const TrainArgs& a) {
   // each other's files), and every rank stops if the check fails.
   if (!save_path.empty()) {
     const auto check_save_path = [&] {
-      const SavePath save = prepare_checkpoint_path(save_path, a.save.empty() ? "--resume" : "--save");
+      const SavePath save = prepare_checkpoint_path(save_path, a.run.save.empty() ? "--resume" : "--save");
       if (save.stale_removed > 0)
         std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n",
                     save.stale_removed, save.target.c_str());
@@ -377,9 +362,13 @@ int run_train(const TrainArgs& a) {
     for (const auto& kv : run_settings(a, data, epochs, total_steps)) m.insert(kv);
     return m;
   }();
-  ResumePoint start;
-  if (!a.resume.empty()) {
-    start = resume_from(a.resume, *model, optimizer, settings);
+  // --resume: the model, Adam's state, the random stream and the position (examples/run_state.h); the
+  // schedule follows the step.
+  examples::RunPosition start;
+  if (!a.run.resume.empty()) {
+    start = examples::resume_position(
+        a.run.resume, with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer)), settings,
+        LossLog::kSums);
     if (schedule) schedule->set_step(start.step);
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
@@ -395,8 +384,11 @@ int run_train(const TrainArgs& a) {
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
   if (!a.metrics.empty() && root)
-    metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.resume.empty());
+    metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.run.resume.empty());
 
+  // Ctrl-C and SIGTERM from here on stop the run after the current step (examples/run_state.h): before
+  // the lines below, which tell a watcher that training starts.
+  examples::RunControl control("captcha", a.run, start.step, job.get());
   std::printf("captcha: training on %s; charset \"%s\" (%zu classes + blank), length %s, %dx%d\n",
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
               a.height);
@@ -408,27 +400,52 @@ int run_train(const TrainArgs& a) {
               a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
               static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
               static_cast<long long>(total_steps));
-  if (!a.resume.empty())
-    std::printf("captcha: resuming %s after epoch %lld (step %lld); saving to %s\n", a.resume.c_str(),
-                static_cast<long long>(start.epoch), static_cast<long long>(start.step), save_path.c_str());
+  if (!a.run.resume.empty())
+    std::printf("captcha: resuming %s %s; saving to %s\n", a.run.resume.c_str(),
+                examples::describe_position(start, data.batches_per_epoch).c_str(), save_path.c_str());
   std::fflush(stdout);
-  if (!a.resume.empty() && (start.epoch >= epochs || start.step >= total_steps)) {
-    std::printf("captcha: %s already holds the whole run (epoch %lld, step %lld): nothing to do\n", a.resume.c_str(),
-                static_cast<long long>(start.epoch), static_cast<long long>(start.step));
+  if (start.epoch >= epochs || start.step >= total_steps) {
+    std::printf("captcha: %s already holds the whole run (%s): nothing to do\n", a.run.resume.c_str(),
+                examples::describe_position(start, data.batches_per_epoch).c_str());
     return 0;
   }
 
   EvalResult val;
   examples::DivergenceGuard guard(save_path, job.get());
-  int64_t step = start.step, epochs_this_run = 0;
+  if (!a.run.resume.empty()) guard.saved(start.epoch, start.epoch_step);  // what the file holds already
+  // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
+  // calls it (rank 0 writes), after the guard has checked what is saved.
+  const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra) {
+    if (root) {
+      examples::Metadata meta = examples::resumable_metadata(settings, a.seed, at);
+      for (const auto& [key, value] : extra) meta[key] = value;
+      save_checkpoint(save_path, *model, &optimizer, meta);
+      if (at.mid_epoch())
+        std::printf("captcha: saved %s (%s)\n", save_path.c_str(),
+                    examples::describe_position(at, data.batches_per_epoch).c_str());
+      else
+        std::printf("captcha: saved %s\n", save_path.c_str());
+    }
+    guard.saved(at.epoch, at.epoch_step);  // a later divergence message says what the file holds
+  };
+  int64_t step = start.step;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
-    const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - step);
+    // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
+    // (over every rank) are in the file: rank 0 starts from them.
+    const bool resumed_mid_epoch = epoch == start.epoch + 1 && start.mid_epoch();
+    int64_t epoch_step = resumed_mid_epoch ? start.epoch_step : 0;
+    const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - (step - epoch_step));
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
     LossLog losses(guard);
-    int64_t epoch_step = 0;
+    int64_t samples_before = 0;  // of this epoch, trained before this invocation
+    if (resumed_mid_epoch) {
+      if (root) losses.restore(start.epoch_sums);
+      samples_before = static_cast<int64_t>(start.epoch_sums.at(1));
+      progress.resumed_at(epoch_step, samples_before);
+    }
     DataLoader loader = data.loader(epoch - 1);
-    for (Batch& batch : loader.epoch(epoch - 1)) {
+    for (Batch& batch : loader.epoch(epoch - 1, epoch_step)) {
       const int64_t B = batch.size();
       const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
       if (dp) dp->begin_step(B, batch.global_size);
@@ -450,6 +467,24 @@ int run_train(const TrainArgs& a) {
         losses.flush();
         guard.agree();
       }
+      // --save-every, --stop-after-steps, Ctrl-C: a save in the middle of the epoch, after the same checks
+      // as an epoch's end (every loss so far, every parameter and buffer), and perhaps the end of this
+      // invocation.
+      const examples::RunControl::Decision decision = control.after_step(step, epoch_step == epoch_steps);
+      if (decision.save || decision.stop) {
+        progress.clear();  // a live progress line is drawn again at the next update
+        losses.flush();
+        const examples::RunPosition at{epoch - 1, epoch_step, step, dp ? dp->sum(losses.sums()) : losses.sums()};
+        examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics: the ranks' average
+          guard.check_model(*model, epoch, step, optimizer.lr());
+          guard.agree();
+          if (decision.save) save(at, {});
+        });
+        if (decision.stop) {
+          std::printf("%s\n", control.stop_message(at, data.batches_per_epoch, decision.save).c_str());
+          return control.exit_status();
+        }
+      }
       if (epoch_step == epoch_steps) break;
     }
     losses.flush();
@@ -464,7 +499,8 @@ int run_train(const TrainArgs& a) {
     guard.check_eval_loss(val.loss, "validation", epoch, step);
     guard.agree();
     const double seconds = progress.elapsed_seconds();
-    const double images_per_second = static_cast<double>(losses.samples()) / train_seconds;
+    // This invocation's images: a resumed epoch's first steps ran in another one.
+    const double images_per_second = static_cast<double>(losses.samples() - samples_before) / train_seconds;
 
     char summary[320];
     std::snprintf(summary, sizeof summary,
@@ -490,25 +526,12 @@ int run_train(const TrainArgs& a) {
                       {"batch_size", a.batch},
                       {"rnn", rnn_kind_name(config.rnn)},
                       {"gru", gru_shown}});
-    if (!save_path.empty()) {
-      if (root) {
-        std::map<std::string, std::string> meta = settings;
-        meta["seed"] = std::to_string(a.seed);
-        meta["epoch"] = std::to_string(epoch);
-        meta["step"] = std::to_string(step);
-        meta["random_offset"] = std::to_string(current_random_offset());
-        meta["val_accuracy"] = std::to_string(val.sequence_accuracy);
-        save_checkpoint(save_path, *model, &optimizer, meta);
-        std::printf("captcha: saved %s\n", save_path.c_str());
-      }
-      guard.saved(epoch);  // every rank: a later divergence message says what the file holds
-    }
+    const examples::RunPosition at{epoch, 0, step, {}};
+    if (!save_path.empty()) save(at, {{"val_accuracy", std::to_string(val.sequence_accuracy)}});
     std::fflush(stdout);
-    if (a.stop_after_epochs > 0 && ++epochs_this_run == a.stop_after_epochs && epoch < epochs &&
-        step < total_steps) {
-      std::printf("captcha: stopped after %lld epoch(s) as asked; continue with --resume %s and the same flags\n",
-                  static_cast<long long>(epochs_this_run), save_path.c_str());
-      return 0;
+    if (control.after_epoch(step, epoch == epochs || step >= total_steps)) {
+      std::printf("%s\n", control.stop_message(at, data.batches_per_epoch, !save_path.empty()).c_str());
+      return control.exit_status();
     }
   }
   std::printf("final validation: whole-captcha accuracy %s (%lld/%lld), per-character %s\n",
@@ -549,16 +572,7 @@ Command add_train_command(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--metrics", a->metrics, "write one JSON object per epoch to FILE (JSON Lines)")
       ->check(non_empty());
-  cmd->add_option("--save", a->save,
-                  "save the model (and what --resume needs) to FILE after each epoch (atomically; a symbolic "
-                  "link's target is replaced, a file keeps its permissions)")
-      ->check(non_empty());
-  cmd->add_option("--resume", a->resume,
-                  "continue the run saved in FILE after its last epoch (same flags; keeps saving to FILE)")
-      ->check(non_empty());
-  cmd->add_option("--stop-after-epochs", a->stop_after_epochs,
-                  "end this invocation after N epochs (continue later with --resume)")
-      ->check(at_least(1));
+  examples::add_run_flags(*cmd, a->run);  // --save, --resume, --save-every, --stop-after-* (examples/run_state.h)
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
       ->capture_default_str()

@@ -1,6 +1,6 @@
 // examples/mnist/bench.cpp — `mnist bench`: time whole training steps of the MNIST CNN on one synthetic
 // batch, for the side-by-side comparison with PyTorch (scripts/torch_mnist_bench.py,
-// scripts/compare-torch.sh, docs/results.md "PyTorch side by side").
+// scripts/compare-torch.sh, docs/results/README.md "PyTorch side by side").
 //
 //   mnist bench [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100] [--kernel OP=NAME]...
 //               [--seed N] [--json FILE] [--distributed]

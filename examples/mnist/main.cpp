@@ -1,10 +1,12 @@
 // examples/mnist/main.cpp — `mnist`: train, evaluate and use a CNN on MNIST.
 //
-//   mnist train [--data DIR] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
-//               [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--save FILE]
+//   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
+//               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE]
+//               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
+//   mnist predict --model FILE --csv test.csv --out submission.csv
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE]
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
 //
@@ -12,23 +14,38 @@
 // warm-up, then cosine decay to almost zero over the whole run: the decay is what lifts a 3-epoch run
 // from about 98.9% to 99%+ test accuracy), seed 1, every training image. --schedule cosine decays from
 // --lr per batch, step multiplies it by 0.7 each epoch (PyTorch's MNIST example), none keeps it.
+// Data: the four IDX files, evaluated on their test set after every epoch; or, --data FILE, Kaggle's
+// "Digit Recognizer" train.csv (label,pixel0,...,pixel783: nn/image_csv.h), which has no labelled test
+// set: --val-split (default 0.1 for a CSV file) holds out that fraction of each class (nn/split.h, chosen
+// by --seed) and evaluates on it instead; --val-split 0 trains on every row and evaluates nothing.
+// `predict --csv test.csv --out submission.csv` writes Kaggle's submission file (ImageId,Label).
 // --metrics writes per epoch: epoch, step (optimizer steps so far), images (training images this epoch),
-// train_loss, train_accuracy, test_loss, test_accuracy, seconds (the epoch's wall time, test included),
-// train_seconds, images_per_second (images / train_seconds), device, batch_size, lr.
+// train_loss, train_accuracy, test_loss and test_accuracy (val_loss and val_accuracy with --val-split),
+// seconds (the epoch's wall time, evaluation included), train_seconds, images_per_second (this
+// invocation's images / train_seconds), device, batch_size, lr.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard.
+// Stopping and going on (examples/run_state.h): --save writes the model with Adam's state, the position
+// (epoch, step within it, step of the run), the random stream's position and the run's settings after
+// every epoch, and every --save-every N steps; --resume FILE continues where FILE stopped, mid-epoch
+// included, bit for bit as the uninterrupted run on the CPU (tests/mnist_resume_test.sh). Ctrl-C or
+// SIGTERM finishes the current step, saves, says how to resume and exits with 130 (143 for SIGTERM).
 // Reliability: flags, MINIDL_* variables, the data and the --save path are checked before training starts;
 // a NaN or infinite loss stops the run at once, naming the step and learning rate, and the --save file
-// keeps the last good epoch (examples/train_guard.h); saves are atomic (nn/checkpoint.h). The same seed
+// keeps the last good state (examples/train_guard.h); saves are atomic (nn/checkpoint.h). The same seed
 // and thread count give the same bits on the CPU; --deterministic does the same on a GPU
 // (core/determinism.h).
 // --distributed: this process is one rank of a data-parallel job started by `mpirun -np N mnist train
 // --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
 // over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
-// saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h).
+// saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h), and so
+// does Ctrl-C on any rank.
 // Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged).
 #include <CLI/CLI.hpp>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -48,19 +65,23 @@
 #include "examples/mnist/bench.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/train_step.h"
+#include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "nn/checkpoint.h"
 #include "nn/lr_schedule.h"
 #include "nn/data.h"
 #include "nn/image.h"
+#include "nn/image_csv.h"
 #include "nn/metrics.h"
 #include "nn/mnist.h"
 #include "nn/optim.h"
 #include "nn/progress.h"
+#include "nn/split.h"
 #include "ops/ops.h"
 
 using namespace minidl;
 using examples::at_least;
+using examples::at_least_and_below;
 using examples::finite_positive;
 using examples::non_empty;
 
@@ -109,6 +130,19 @@ class RunningStats {
   double accuracy() const { return count_ ? static_cast<double>(correct_) / count_ : 0; }
   int64_t correct() const { return correct_; }
   int64_t count() const { return count_; }
+  // The running sums {loss sum, correct, count} (after flush()): saved in the middle of an epoch, and
+  // restored when the run resumes there (examples/run_state.h), so the epoch's summary covers all of it.
+  static constexpr size_t kSums = 3;
+  std::vector<double> sums() const {
+    return {loss_sum_, static_cast<double>(correct_), static_cast<double>(count_)};
+  }
+  void restore(const std::vector<double>& sums) {
+    MINIDL_CHECK(sums.size() == kSums && losses_.empty(), "RunningStats: restore needs ", kSums, " sums, got ",
+                 sums.size());
+    loss_sum_ = sums[0];
+    correct_ = static_cast<int64_t>(sums[1]);
+    count_ = static_cast<int64_t>(sums[2]);
+  }
   // Data-parallel: the totals of every rank (call on every rank, after flush()).
   void sum_over_ranks(dist::DataParallel& dp) {
     const std::vector<double> total =
@@ -163,18 +197,109 @@ std::string percent(double fraction) {
   return buf;
 }
 
+std::string number_4(double x) {  // "%.4f"
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.4f", x);
+  return buf;
+}
+
 // ------------------------------------------------------------------ mnist train
 
 struct TrainFlags {
-  std::string data, device = "auto", metrics, save, schedule = "onecycle";
+  std::string data, device = "auto", metrics, schedule = "onecycle";
   int epochs = 3;
   int64_t batch = 64, limit = 0;
   double lr = 2e-3;
+  double val_split = -1;  // -1: not given (0.1 for a CSV file, 0 for the IDX files)
   uint64_t seed = 1;
   bool deterministic = false;
   std::vector<std::string> kernels;
   bool distributed = false;
+  examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
 };
+
+// The data of a run: what it trains on and what it evaluates after every epoch.
+struct TrainingData {
+  std::shared_ptr<Dataset> train;
+  std::shared_ptr<Dataset> eval;  // the test set, or the held-out validation set; null: none
+  std::string eval_name;          // "test" or "validation"
+  std::string description;        // where it came from, for the first line
+  std::string identity;           // what --resume compares (no paths: a moved folder resumes)
+};
+
+// Pixels 0..255 [N * 784] and labels -> the model's inputs [N, 1, 28, 28] (normalised) and targets [N].
+std::shared_ptr<TensorDataset> dataset_of(const uint8_t* pixels, const int64_t* labels, int64_t n) {
+  Tensor x = empty({n, 1, 28, 28}, TensorOptions(DType::float32, Device::cpu()));
+  Tensor y = empty({n}, TensorOptions(DType::int64, Device::cpu()));
+  float* px = x.data<float>();
+  for (int64_t i = 0; i < n * 28 * 28; ++i) px[i] = mnist_normalize(pixels[i]);
+  std::copy(labels, labels + n, y.data<int64_t>());
+  return std::make_shared<TensorDataset>(x, y);
+}
+
+// Samples `indices` of a dataset, as a dataset of their own.
+std::shared_ptr<TensorDataset> subset(const TensorDataset& all, const std::vector<int64_t>& indices) {
+  const Batch b = all.get_batch(indices);
+  return std::make_shared<TensorDataset>(b.inputs, b.targets);
+}
+
+// --val-split F > 0: a stratified fraction F of `all` becomes the validation set (nn/split.h).
+void hold_out(TrainingData& d, const TensorDataset& all, double fraction, uint64_t seed, const std::string& source) {
+  const Split split = stratified_split(all.targets().to_vector<int64_t>(), fraction, seed);
+  MINIDL_CHECK(!split.validation.empty(), "--val-split ", fraction, " of the ", all.size(), " images of ", source,
+               " holds out none of them: use a larger fraction or more data");
+  MINIDL_CHECK(!split.train.empty(), "--val-split ", fraction, " leaves no training images of ", source);
+  d.train = subset(all, split.train);
+  d.eval = subset(all, split.validation);
+  d.eval_name = "validation";
+}
+
+// --data: a folder of the four IDX files (or none: searched), or a CSV file in Kaggle's format
+// (nn/image_csv.h). The CSV file has no test set: --val-split (0.1 unless given) holds out a validation
+// set instead; the IDX files are evaluated on their test set unless --val-split is given.
+TrainingData load_training_data(const TrainFlags& f) {
+  TrainingData d;
+  struct stat st;
+  const bool exists = !f.data.empty() && ::stat(f.data.c_str(), &st) == 0;
+  const bool csv = exists && !S_ISDIR(st.st_mode);
+  MINIDL_CHECK(exists || f.data.size() < 4 || f.data.compare(f.data.size() - 4, 4, ".csv") != 0, "--data '", f.data,
+               "': no such file");
+  const double fraction = f.val_split >= 0 ? f.val_split : csv ? 0.1 : 0;
+  const std::string split_note =
+      str_cat(" (--val-split ", fraction, ", stratified, seed ", f.seed, ")");
+  if (csv) {
+    ImageCsvOptions options;
+    options.limit = f.limit;
+    const ImageCsv file = read_image_csv(f.data, options);
+    MINIDL_CHECK(file.rows > 0, f.data, ": no rows after the header");
+    const auto all = dataset_of(file.images.data(), file.labels.data(), file.rows);
+    d.train = all;
+    if (fraction > 0) hold_out(d, *all, fraction, f.seed, f.data);
+    d.description = str_cat(f.data, ": ", d.train->size(), " training images",
+                            f.limit > 0 ? " (--limit)" : "",
+                            d.eval ? str_cat(", ", d.eval->size(), " held out for validation", split_note)
+                                   : std::string(", no validation (--val-split 0)"));
+    const size_t slash = f.data.rfind('/');
+    d.identity = str_cat("csv ", slash == std::string::npos ? f.data : f.data.substr(slash + 1), ": ",
+                         d.train->size(), " training images, ", d.eval ? d.eval->size() : 0, " validation");
+    return d;
+  }
+  const std::string dir = find_mnist_dir(f.data);
+  auto all = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/true, f.limit));
+  MINIDL_CHECK(all->size() > 0, "the training set in ", dir, " (train-images-idx3-ubyte) has no images");
+  d.train = all;
+  if (fraction > 0) {
+    hold_out(d, *all, fraction, f.seed, dir);
+  } else {
+    d.eval = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
+    MINIDL_CHECK(d.eval->size() > 0, "the test set in ", dir, " (t10k-images-idx3-ubyte) has no images");
+    d.eval_name = "test";
+  }
+  d.description = str_cat(dir, ": ", d.train->size(), " training images", f.limit > 0 ? " (--limit)" : "", ", ",
+                          d.eval->size(), " ", d.eval_name, " images", fraction > 0 ? split_note : std::string());
+  d.identity = str_cat("mnist idx: ", d.train->size(), " training images, ", d.eval->size(), " ", d.eval_name);
+  return d;
+}
 
 // The number of optimizer steps is known once the data is loaded; a schedule that cannot work with it is
 // refused before training, naming the flags that decide it.
@@ -188,19 +313,36 @@ void check_step_count(const TrainFlags& f, int64_t batches_per_epoch, int64_t tr
                ": train on more images, run more epochs, use a smaller --batch, or --schedule none");
 }
 
+// The settings that make a run what it is ("run.*" metadata, and the model), saved with every checkpoint
+// and compared by --resume: a resumed run must be the same run (examples/run_state.h).
+examples::Metadata run_settings(const TrainFlags& f, const TrainingData& d, int64_t batches_per_epoch,
+                                int64_t total_steps) {
+  return {{"model", mnist::kModelName},
+          {"run.data", d.identity},
+          {"run.batch", std::to_string(f.batch)},
+          {"run.batches_per_epoch", std::to_string(batches_per_epoch)},
+          {"run.epochs", std::to_string(f.epochs)},
+          {"run.total_steps", std::to_string(total_steps)},
+          {"run.lr", examples::exact_number(f.lr)},
+          {"run.schedule", f.schedule},
+          {"run.seed", std::to_string(f.seed)}};
+}
+
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
   set_deterministic_algorithms(f.deterministic);  // before the first GPU op (core/determinism.h)
+  f.run.check();
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (f.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
-  // The --save path is checked before any work (a missing folder should not cost an epoch). In a job,
-  // rank 0 alone checks it and removes stale temporary files (it alone saves; two ranks' clean-ups could
-  // remove each other's files), and every rank stops if the check fails.
-  if (!f.save.empty()) {
+  // The save path (--save, else --resume) is checked before any work (a missing folder should not cost an
+  // epoch). In a job, rank 0 alone checks it and removes stale temporary files (it alone saves; two ranks'
+  // clean-ups could remove each other's files), and every rank stops if the check fails.
+  const std::string save_path = f.run.save_path();
+  if (!save_path.empty()) {
     const auto check_save_path = [&] {
-      const SavePath save = prepare_checkpoint_path(f.save, "--save");
+      const SavePath save = prepare_checkpoint_path(save_path, f.run.save.empty() ? "--resume" : "--save");
       if (save.stale_removed > 0)
         std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
                     save.target.c_str());
@@ -211,28 +353,12 @@ int train(const TrainFlags& f) {
       check_save_path();
   }
   const Device device = job ? job->device : choose_device(f.device);
-  const std::string dir = find_mnist_dir(f.data);
-  auto train_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/true, f.limit));
-  std::shared_ptr<Dataset> test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
-  std::printf("mnist: data from %s: %lld training images%s, %lld test images\n", dir.c_str(),
-              static_cast<long long>(train_set->size()), f.limit > 0 ? " (--limit)" : "",
-              static_cast<long long>(test_set->size()));
-  MINIDL_CHECK(train_set->size() > 0, "the training set in ", dir, " (train-images-idx3-ubyte) has no images");
-  MINIDL_CHECK(test_set->size() > 0, "the test set in ", dir, " (t10k-images-idx3-ubyte) has no images");
+  TrainingData data = load_training_data(f);
+  std::printf("mnist: data from %s\n", data.description.c_str());
 
   manual_seed(f.seed);
   std::shared_ptr<Sequential> model = mnist::make_model();
   model->to(device);  // before building the optimizer (nn/module.h)
-  std::unique_ptr<dist::DataParallel> dp;
-  if (job) {
-    // Rank 0's weights go to every rank; MINIDL_DIST_BUCKET_MB and MINIDL_DIST_OVERLAP may change the buckets.
-    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
-                                              dist::DataParallelOptions::from_environment());
-    std::printf("mnist: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
-                dp->describe_buckets().c_str());
-    const Range part = shard_range(test_set->size(), job->rank, job->world_size);  // this rank's test images
-    test_set = std::make_shared<DatasetSlice>(test_set, part.begin, part.end);
-  }
   AdamOptions adam_options;
   adam_options.lr = f.lr;
   Adam optimizer(model->parameters(), adam_options);
@@ -245,10 +371,11 @@ int train(const TrainFlags& f) {
     train_options.shard_index = job->rank;
     train_options.shard_count = job->world_size;
   }
-  DataLoader train_loader(train_set, train_options);
-  check_step_count(f, train_loader.num_batches(), train_set->size());
+  DataLoader train_loader(data.train, train_options);
+  const int64_t batches = train_loader.num_batches();
+  check_step_count(f, batches, data.train->size());
   // Per-batch schedules step after every optimizer step; StepLR after every epoch.
-  const int64_t total_steps = static_cast<int64_t>(f.epochs) * train_loader.num_batches();
+  const int64_t total_steps = static_cast<int64_t>(f.epochs) * batches;
   std::unique_ptr<LRScheduler> scheduler;
   if (f.schedule == "onecycle")
     scheduler = std::make_unique<OneCycleLR>(optimizer, f.lr, total_steps);
@@ -258,26 +385,89 @@ int train(const TrainFlags& f) {
     scheduler = std::make_unique<StepLR>(optimizer, 1, 0.7);
   const bool per_batch_schedule = f.schedule == "onecycle" || f.schedule == "cosine";
 
-  DataLoaderOptions test_options;
-  test_options.batch_size = eval_batch_size(device);
-  DataLoader test_loader(test_set, test_options);
+  // --resume: the model, Adam's state, the random stream and the position; the schedule follows the step.
+  const examples::Metadata settings = run_settings(f, data, batches, total_steps);
+  examples::RunPosition start;
+  if (!f.run.resume.empty()) {
+    const Checkpoint file = read_checkpoint(f.run.resume);
+    check_checkpoint_model(file, f.run.resume, mnist::kModelName, "`mnist train --save`");  // one line for another model
+    start = examples::resume_position(f.run.resume, load_checkpoint(file, f.run.resume, *model, &optimizer), settings,
+                                      RunningStats::kSums);
+    if (scheduler) scheduler->set_step(per_batch_schedule ? start.step : start.epoch);
+  }
+  // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
+  std::unique_ptr<dist::DataParallel> dp;
+  if (job) {
+    // Rank 0's weights go to every rank; MINIDL_DIST_BUCKET_MB and MINIDL_DIST_OVERLAP may change the buckets.
+    dp = std::make_unique<dist::DataParallel>(*model, *job->communicator,
+                                              dist::DataParallelOptions::from_environment());
+    std::printf("mnist: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
+                dp->describe_buckets().c_str());
+    if (data.eval) {  // this rank evaluates its part
+      const Range part = shard_range(data.eval->size(), job->rank, job->world_size);
+      data.eval = std::make_shared<DatasetSlice>(data.eval, part.begin, part.end);
+    }
+  }
+  std::unique_ptr<DataLoader> eval_loader;
+  if (data.eval) {
+    DataLoaderOptions eval_options;
+    eval_options.batch_size = eval_batch_size(device);
+    eval_loader = std::make_unique<DataLoader>(data.eval, eval_options);
+  }
   std::unique_ptr<MetricsWriter> metrics;
-  if (!f.metrics.empty() && root) metrics = std::make_unique<MetricsWriter>(f.metrics);
+  if (!f.metrics.empty() && root)
+    metrics = std::make_unique<MetricsWriter>(f.metrics, /*append=*/!f.run.resume.empty());
 
+  // Ctrl-C and SIGTERM from here on stop the run after the current step (examples/run_state.h): before
+  // the lines below, which tell a watcher that training starts.
+  examples::RunControl control("mnist", f.run, start.step, job.get());
   std::printf("mnist: model %s, %lld parameters; Adam lr %g (schedule %s); %d epoch(s) of %lld batches of %lld\n",
               mnist::kModelName, static_cast<long long>(model->parameter_count()), f.lr, f.schedule.c_str(), f.epochs,
-              static_cast<long long>(train_loader.num_batches()), static_cast<long long>(f.batch));
+              static_cast<long long>(batches), static_cast<long long>(f.batch));
+  if (!f.run.resume.empty())
+    std::printf("mnist: resuming %s %s; saving to %s\n", f.run.resume.c_str(),
+                examples::describe_position(start, batches).c_str(), save_path.c_str());
   std::fflush(stdout);
+  if (start.epoch >= f.epochs) {
+    std::printf("mnist: %s already holds the whole run (%s): nothing to do\n", f.run.resume.c_str(),
+                examples::describe_position(start, batches).c_str());
+    return 0;
+  }
 
-  EvalResult test;
-  examples::DivergenceGuard guard(f.save, job.get());
-  int64_t run_step = 0;
-  for (int epoch = 1; epoch <= f.epochs; ++epoch) {
+  EvalResult result;  // of the last evaluation
+  examples::DivergenceGuard guard(save_path, job.get());
+  if (!f.run.resume.empty()) guard.saved(start.epoch, start.epoch_step);  // what the file holds already
+  // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
+  // calls it (rank 0 writes), after the guard has checked what is saved.
+  const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra) {
+    if (root) {
+      examples::Metadata meta = examples::resumable_metadata(settings, f.seed, at);
+      meta["normalization"] = str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd);
+      for (const auto& [key, value] : extra) meta[key] = value;
+      save_checkpoint(save_path, *model, &optimizer, meta);
+      if (at.mid_epoch())
+        std::printf("mnist: saved %s (%s)\n", save_path.c_str(), examples::describe_position(at, batches).c_str());
+      else
+        std::printf("mnist: saved %s\n", save_path.c_str());
+    }
+    guard.saved(at.epoch, at.epoch_step);  // a later divergence message says what the file holds
+  };
+  int64_t run_step = start.step;
+  for (int epoch = static_cast<int>(start.epoch) + 1; epoch <= f.epochs; ++epoch) {
     model->train();
-    Progress progress(str_cat("epoch ", epoch, "/", f.epochs), train_loader.num_batches());
+    Progress progress(str_cat("epoch ", epoch, "/", f.epochs), batches);
     RunningStats stats(&guard);
-    int64_t step = 0;
-    for (Batch& batch : train_loader.epoch(epoch - 1)) {
+    // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
+    // (over every rank) are in the file: rank 0 starts from them.
+    const bool resumed_mid_epoch = epoch == start.epoch + 1 && start.mid_epoch();
+    int64_t epoch_step = resumed_mid_epoch ? start.epoch_step : 0;
+    int64_t samples_before = 0;  // of this epoch, trained before this invocation
+    if (resumed_mid_epoch) {
+      if (root) stats.restore(start.epoch_sums);
+      samples_before = static_cast<int64_t>(start.epoch_sums.at(2));
+      progress.resumed_at(epoch_step, samples_before);
+    }
+    for (Batch& batch : train_loader.epoch(epoch - 1, epoch_step)) {
       if (dp) dp->begin_step(batch.size(), batch.global_size);
       const double lr = optimizer.lr();
       const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device),
@@ -286,14 +476,31 @@ int train(const TrainFlags& f) {
                                                     });
       if (scheduler && per_batch_schedule) scheduler->step();
       stats.add(loss, logits, batch.targets, ++run_step, lr);
-      ++step;
-      if (progress.due(step)) {
+      ++epoch_step;
+      if (progress.due(epoch_step)) {
         stats.flush();
-        progress.update(step, stats.count(), stats.mean_loss(), stats.accuracy());
+        progress.update(epoch_step, stats.count(), stats.mean_loss(), stats.accuracy());
       }
       if (job && run_step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
         stats.flush();
         guard.agree();
+      }
+      // --save-every, --stop-after-steps, Ctrl-C: a save in the middle of the epoch, after the same checks
+      // as an epoch's end (every loss so far, every parameter), and perhaps the end of this invocation.
+      const examples::RunControl::Decision decision = control.after_step(run_step, epoch_step == batches);
+      if (decision.save || decision.stop) {
+        progress.clear();  // a live progress line is drawn again at the next update
+        stats.flush();
+        const examples::RunPosition at{epoch - 1, epoch_step, run_step, dp ? dp->sum(stats.sums()) : stats.sums()};
+        examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics, if it had any
+          guard.check_model(*model, epoch, run_step, optimizer.lr());
+          guard.agree();
+          if (decision.save) save(at, {});
+        });
+        if (decision.stop) {
+          std::printf("%s\n", control.stop_message(at, batches, decision.save).c_str());
+          return control.exit_status();
+        }
       }
     }
     stats.flush();
@@ -304,46 +511,55 @@ int train(const TrainFlags& f) {
     if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
-    test = evaluate(*model, test_loader, device, dp.get());
-    guard.check_eval_loss(test.loss, "test", epoch, run_step);
-    guard.agree();
+    if (eval_loader) {
+      result = evaluate(*model, *eval_loader, device, dp.get());
+      guard.check_eval_loss(result.loss, data.eval_name.c_str(), epoch, run_step);
+      guard.agree();
+    }
     const double seconds = progress.elapsed_seconds();
-    const double images_per_second = stats.count() / train_seconds;
+    // This invocation's images: a resumed epoch's first steps ran in another one.
+    const double images_per_second = static_cast<double>(stats.count() - samples_before) / train_seconds;
 
-    char summary[256];
-    std::snprintf(summary, sizeof summary,
-                  "epoch %d/%d: train loss %.4f, accuracy %s | test loss %.4f, accuracy %s | %s, %.0f images/s", epoch,
-                  f.epochs, stats.mean_loss(), percent(stats.accuracy()).c_str(), test.loss,
-                  percent(test.accuracy).c_str(), format_duration(seconds).c_str(), images_per_second);
+    char summary[320];
+    std::snprintf(summary, sizeof summary, "epoch %d/%d: train loss %.4f, accuracy %s%s | %s, %.0f images/s", epoch,
+                  f.epochs, stats.mean_loss(), percent(stats.accuracy()).c_str(),
+                  eval_loader ? str_cat(" | ", data.eval_name, " loss ", number_4(result.loss), ", accuracy ",
+                                        percent(result.accuracy)).c_str()
+                              : "",
+                  format_duration(seconds).c_str(), images_per_second);
     progress.finish(summary);
-    if (metrics)
-      metrics->write({{"epoch", epoch},
-                      {"step", run_step},
-                      {"images", stats.count()},
-                      {"train_loss", stats.mean_loss()},
-                      {"train_accuracy", stats.accuracy()},
-                      {"test_loss", test.loss},
-                      {"test_accuracy", test.accuracy},
-                      {"seconds", seconds},
-                      {"train_seconds", train_seconds},
-                      {"images_per_second", images_per_second},
-                      {"device", device.str()},
-                      {"batch_size", f.batch},
-                      {"lr", optimizer.lr()}});
-    if (!f.save.empty()) {
-      if (root) {
-        save_checkpoint(f.save, *model, &optimizer,
-                        {{"model", mnist::kModelName},
-                         {"epoch", std::to_string(epoch)},
-                         {"test_accuracy", std::to_string(test.accuracy)},
-                         {"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}});
-        std::printf("mnist: saved %s\n", f.save.c_str());
+    const std::string eval_key = data.eval_name == "test" ? "test" : "val";
+    if (metrics) {
+      nlohmann::json record = {{"epoch", epoch},
+                               {"step", run_step},
+                               {"images", stats.count()},
+                               {"train_loss", stats.mean_loss()},
+                               {"train_accuracy", stats.accuracy()}};
+      if (eval_loader) {
+        record[eval_key + "_loss"] = result.loss;
+        record[eval_key + "_accuracy"] = result.accuracy;
       }
-      guard.saved(epoch);  // every rank: a later divergence message says what the file holds
+      record["seconds"] = seconds;
+      record["train_seconds"] = train_seconds;
+      record["images_per_second"] = images_per_second;
+      record["device"] = device.str();
+      record["batch_size"] = f.batch;
+      record["lr"] = optimizer.lr();
+      metrics->write(record);
+    }
+    const examples::RunPosition at{epoch, 0, run_step, {}};
+    if (!save_path.empty())
+      save(at, eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}}
+                           : examples::Metadata{});
+    std::fflush(stdout);
+    if (control.after_epoch(run_step, epoch == f.epochs)) {
+      std::printf("%s\n", control.stop_message(at, batches, !save_path.empty()).c_str());
+      return control.exit_status();
     }
   }
-  std::printf("final test accuracy: %s (%lld/%lld)\n", percent(test.accuracy).c_str(),
-              static_cast<long long>(test.correct), static_cast<long long>(test.count));
+  if (eval_loader)
+    std::printf("final %s accuracy: %s (%lld/%lld)\n", data.eval_name.c_str(), percent(result.accuracy).c_str(),
+                static_cast<long long>(result.correct), static_cast<long long>(result.count));
   return 0;
 }
 
@@ -426,6 +642,50 @@ int predict(const std::string& model_path, const std::vector<std::string>& image
   return failures ? 1 : 0;
 }
 
+// predict --csv: a digit for every row of a CSV file in Kaggle's format (nn/image_csv.h; a label column,
+// if the file has one, is only used to report the accuracy), written as Kaggle's submission file:
+// "ImageId,Label", then "<row number from 1>,<digit>" per row. The --out path is checked before any work,
+// and the file is written at the end, atomically (nn/checkpoint.h write_file_atomically): a failure at
+// any point (a malformed row, say) leaves no file, or the previous one whole.
+int predict_csv(const std::string& model_path, const std::string& csv, const std::string& out,
+                const std::string& device_flag, const std::vector<std::string>& kernels) {
+  select_kernels_from_flags(kernels);
+  const SavePath target = prepare_checkpoint_path(out, "--out");
+  if (target.stale_removed > 0)
+    std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted writes\n", target.stale_removed,
+                target.target.c_str());
+  const Device device = choose_device(device_flag);
+  std::shared_ptr<Sequential> model = load_model(model_path, device);
+  ImageCsvOptions options;
+  options.labels = CsvLabels::optional;
+  const ImageCsv file = read_image_csv(csv, options);
+  MINIDL_CHECK(file.rows > 0, csv, ": no rows after the header");
+
+  NoGradGuard no_grad;
+  const int64_t batch = eval_batch_size(device);
+  std::string text = "ImageId,Label\n";
+  int64_t correct = 0;
+  for (int64_t first = 0; first < file.rows; first += batch) {
+    const int64_t n = std::min(batch, file.rows - first);
+    std::vector<float> pixels(static_cast<size_t>(n * 28 * 28));
+    const uint8_t* from = file.images.data() + first * 28 * 28;
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = mnist_normalize(from[i]);
+    const Tensor x = from_data(pixels.data(), {n, 1, 28, 28}, Device::cpu());
+    const std::vector<int64_t> digits = argmax((*model)(x.to(device)), 1).to_vector<int64_t>();
+    for (int64_t k = 0; k < n; ++k) {
+      text += str_cat(first + k + 1, ",", digits[k], "\n");
+      if (file.labelled) correct += digits[k] == file.labels[first + k];
+    }
+  }
+  write_file_atomically(out, text);
+  std::printf("mnist: wrote %lld predictions to %s\n", static_cast<long long>(file.rows), out.c_str());
+  if (file.labelled)
+    std::printf("accuracy against the labels in %s: %s (%lld/%lld)\n", csv.c_str(),
+                percent(static_cast<double>(correct) / file.rows).c_str(), static_cast<long long>(correct),
+                static_cast<long long>(file.rows));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -434,7 +694,7 @@ int main(int argc, char** argv) {
 
   TrainFlags tf;
   CLI::App* train_cmd = app.add_subcommand("train", "train the CNN; prints progress and the final test accuracy");
-  train_cmd->add_option("--data", tf.data, "directory with the four MNIST files (default: the first of $MINIDL_DATA/mnist, data/mnist, ../shared/data/mnist that has them)");
+  train_cmd->add_option("--data", tf.data, "directory with the four MNIST files (default: the first of $MINIDL_DATA/mnist, data/mnist, ../shared/data/mnist that has them), or a CSV file in Kaggle's format (train.csv: label,pixel0,...,pixel783)");
   train_cmd->add_option("--device", tf.device, "auto, cpu or cuda[:N]")->capture_default_str();
   train_cmd->add_option("--epochs", tf.epochs, "passes over the training data")->capture_default_str()
       ->check(at_least(1));
@@ -447,13 +707,15 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
   train_cmd->add_option("--limit", tf.limit, "train on the first N training images only (0: all)")
       ->capture_default_str()->check(at_least(0));
+  train_cmd->add_option("--val-split", tf.val_split,
+                        "hold out this fraction of the training images, stratified by class and chosen by --seed, "
+                        "and evaluate on it after every epoch instead of the test set (default: 0.1 for a CSV "
+                        "file, which has no labelled test set; 0 for the IDX files)")
+      ->check(at_least_and_below(0, 1));
   train_cmd->add_option("--seed", tf.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();
   train_cmd->add_option("--metrics", tf.metrics, "write one JSON object per epoch to FILE (JSON Lines)")
       ->check(non_empty());
-  train_cmd->add_option("--save", tf.save,
-                        "save model and optimizer to FILE after each epoch (atomically; a symbolic link's target "
-                        "is replaced, a file keeps its permissions)")
-      ->check(non_empty());
+  examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --save-every, --stop-after-*
   train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   train_cmd->add_flag("--deterministic", tf.deterministic,
                       "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
@@ -472,9 +734,20 @@ int main(int argc, char** argv) {
   eval_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
   eval_cmd->add_flag("--deterministic", deterministic, "on a GPU, only deterministic algorithms");
 
-  CLI::App* predict_cmd = app.add_subcommand("predict", "print the digit in each image file and its probability");
+  std::string csv, out;
+  CLI::App* predict_cmd = app.add_subcommand(
+      "predict", "print the digit in each image file and its probability, or write a digit for every row of a CSV file");
   predict_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
-  predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG or BMP)")->required();
+  CLI::Option* image_opt = predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG or BMP)");
+  CLI::Option* csv_opt = predict_cmd->add_option(
+      "--csv", csv, "a CSV file of images in Kaggle's format (test.csv: pixel0,...,pixel783), instead of IMAGE files")
+      ->check(non_empty());
+  CLI::Option* out_opt = predict_cmd->add_option(
+      "--out", out, "with --csv: the submission file to write, ImageId,Label (atomically)")
+      ->check(non_empty());
+  csv_opt->excludes(image_opt);
+  csv_opt->needs(out_opt);
+  out_opt->needs(csv_opt);
   predict_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
   predict_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
 
@@ -492,7 +765,11 @@ int main(int argc, char** argv) {
     check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
     if (*train_cmd) return train(tf);
     if (*eval_cmd) return eval(model_path, data, device, kernels, deterministic);
-    if (*predict_cmd) return predict(model_path, images, device, kernels);
+    if (*predict_cmd) {
+      if (!csv.empty()) return predict_csv(model_path, csv, out, device, kernels);
+      MINIDL_CHECK(!images.empty(), "predict: give image files, or --csv FILE --out FILE");
+      return predict(model_path, images, device, kernels);
+    }
     if (*bench_cmd.app) return bench_cmd.run();
   } catch (const NonFiniteError& e) {
     // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In

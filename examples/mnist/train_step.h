@@ -20,12 +20,14 @@ struct TrainStep {
 inline TrainStep train_step(minidl::Module& model, minidl::Optimizer& optimizer, const minidl::Tensor& inputs,
                             const minidl::Tensor& targets, const std::function<void()>& after_backward = {}) {
   TrainStep s;
+  // [doc:train_step] quoted by docs/course/08-training-mnist.md
   s.logits = model(inputs);
   s.loss = minidl::cross_entropy(s.logits, targets);
   optimizer.zero_grad();
   s.loss.backward();
   if (after_backward) after_backward();
   optimizer.step();
+  // [/doc:train_step]
   return s;
 }
 

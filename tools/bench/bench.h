@@ -1,6 +1,6 @@
 // tools/bench/bench.h — `minidl bench`: every kernel of every key, timed on the same inputs, with GFLOP/s
 // or GB/s from a counted model, the fraction of the vendor kernel's speed, and the max error against the
-// naive reference. docs/benchmarks.md describes the method and the --shape syntax.
+// naive reference. docs/results/benchmarks.md describes the method and the --shape syntax.
 //
 //   tools/bench/case.h, cases_*.cpp   per key: shapes, inputs, FLOP and byte model, how to call a kernel
 //   tools/bench/machine.h             the device's peaks, the cache flush, the load calibration

@@ -1,0 +1,67 @@
+// exercises/07-im2col-conv/conv_im2col.cpp — EXERCISE 7: convolution as a matrix product (im2col + GEMM).
+// Read first: docs/course/07-convolution.md. Check your work: `make exercise N=7`.
+//
+// Key "conv2d" (ops/kernel_signatures.h): cross-correlation of x [N, C, H, W] with w [O, C, KH, KW]:
+//   y[n, o, p, q] = sum_{c, i, j} x[n, c, p*sh - ph + i, q*sw - pw + j] * w[o, c, i, j]     (zero outside x)
+// im2col rewrites it as one matrix product per image. Unroll the image into col [C*KH*KW, OH*OW]: one row
+// per (c, i, j) of the kernel window, one column per output position (p, q):
+//   row r = (c*KH + i)*KW + j,   column p*OW + q,
+//   col[r, p*OW + q] = x[c, p*sh - ph + i, q*sw - pw + j]        (0 when that row or column of x is outside
+//                                                                  the image: the zero padding)
+// Then, with w seen as a matrix W [O, C*KH*KW] (its memory as it is), y_n [O, OH*OW] = W · col: a GEMM
+// that the "matmul" key serves with the fastest kernel of the build. The kernel below does that part; you
+// write im2col.
+#include "exercises/07-im2col-conv/conv_im2col.h"
+
+#include "core/dispatch.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+// EXERCISE: fill col (row-major [C*KH*KW, OH*OW]) from one image x (row-major [C, H, W]).
+//   Loop over c, i, j (which give the row r) and over p, q (which give the column); the source pixel is at
+//   row p*sh - ph + i and column q*sw - pw + j of channel c, and is 0 when either is outside [0, H) or [0, W).
+//   Element (c, row, column) of x is x[(c*H + row)*W + column].
+template <class T>
+void im2col_loops(const T* x, const ConvGeometry& g, T* col) {
+  // EXERCISE: the loops.
+  (void)x;
+  (void)g;
+  (void)col;
+}
+
+// The kernel: per image, col = im2col(x_n), then y_n = W · col through the "matmul" key.
+bool conv2d_student(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
+  if (x.dtype() != DType::float32 && x.dtype() != DType::float64) return false;
+  const ConvGeometry g{x.shape()[1], x.shape()[2], x.shape()[3],  // c, h, w
+                       w.shape()[2], w.shape()[3],                 // kh, kw
+                       p.stride_h,   p.stride_w,   p.pad_h, p.pad_w,
+                       y.shape()[2], y.shape()[3]};                // oh, ow
+  const int64_t n_images = x.shape()[0], o = w.shape()[0], ck = g.c * g.kh * g.kw, positions = g.oh * g.ow;
+  Tensor col = empty({1, ck, positions}, x.options());
+  const Tensor weights = w.view({1, o, ck});  // W [O, C*KH*KW]: the weight's memory, read as a matrix
+  for (int64_t n = 0; n < n_images; ++n) {
+    if (x.dtype() == DType::float32)
+      im2col(x.data<float>() + n * g.c * g.h * g.w, g, col.data<float>());
+    else
+      im2col(x.data<double>() + n * g.c * g.h * g.w, g, col.data<double>());
+    Tensor y_n = y.select(0, n).view({1, o, positions});  // image n's output, [O, OH*OW], in place in y
+    dispatch<MatmulKernel>("matmul", x.device(), weights, col, y_n, false, false);
+  }
+  return true;
+}
+
+}  // namespace
+
+void im2col(const float* x, const ConvGeometry& g, float* col) { im2col_loops(x, g, col); }
+void im2col(const double* x, const ConvGeometry& g, double* col) { im2col_loops(x, g, col); }
+
+// Priority -10: serves only when selected (the checker selects it).
+void register_student_conv2d() {
+  register_kernel<Conv2dKernel>("conv2d", DeviceType::cpu, "student", -10,
+                                "exercise 7: im2col per image, then the matmul key", conv2d_student);
+}
+
+}  // namespace minidl
