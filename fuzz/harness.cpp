@@ -5,21 +5,25 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/error.h"
 #include "examples/captcha/model_config.h"
 #include "examples/mnist/model.h"
+#include "examples/run_state.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/idx.h"
 #include "nn/image.h"
+#include "nn/image_csv.h"
 #include "nn/optim.h"
 #include "ops/ops.h"
 
@@ -59,6 +63,10 @@ void fix_size_and_crc(std::vector<uint8_t>& b) {
 
 void load_as_its_metadata_says(const Checkpoint& ck) {
   auto kind = ck.metadata.find("model");
+  if (ck.metadata.count("epoch")) {  // a resumable save: its position as --resume reads it (no settings to compare)
+    const bool captcha_file = kind != ck.metadata.end() && kind->second == captcha::kModelName;
+    examples::resume_position("input", ck.metadata, {}, captcha_file ? 2 : 3);
+  }
   if (kind == ck.metadata.end()) return;
   if (kind->second == captcha::kModelName) {
     captcha::SavedModel saved;
@@ -153,6 +161,27 @@ std::string checkpoint_input(const uint8_t* data, size_t size) {
   refused([&] { parse_checkpoint(bytes, "input"); });
   fix_size_and_crc(bytes);
   return refused([&] { load_as_its_metadata_says(parse_checkpoint(bytes, "input")); });
+}
+
+std::string image_csv_input(const uint8_t* data, size_t size) {
+  const int mode = size > 0 ? data[0] : 0;
+  const fs::path file = scratch() / "images.csv";
+  write_file(file, data + (size > 0), size - (size > 0));
+  ImageCsvOptions options;
+  options.pixels = 4;
+  options.classes = 10;
+  options.labels = mode & 1 ? CsvLabels::optional : CsvLabels::required;
+  options.limit = mode & 2 ? 1 : 0;
+  return refused([&] {
+    const ImageCsv csv = read_image_csv(file.string(), options);
+    const bool labels_ok =
+        csv.labelled ? csv.labels.size() == static_cast<size_t>(csv.rows) &&
+                           std::all_of(csv.labels.begin(), csv.labels.end(), [](int64_t l) { return l >= 0 && l < 10; })
+                     : csv.labels.empty();
+    if (csv.pixels != 4 || csv.images.size() != static_cast<size_t>(csv.rows) * 4 || !labels_ok ||
+        (options.limit > 0 && csv.rows > options.limit) || (!csv.labelled && options.labels == CsvLabels::required))
+      throw std::logic_error("read_image_csv accepted a file and returned inconsistent rows");
+  });
 }
 
 std::string captcha_folder_input(const uint8_t* data, size_t size) {

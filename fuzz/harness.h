@@ -1,5 +1,6 @@
 // fuzz/harness.h — what each fuzz target does with one input: the readers of files that come from
-// outside (IDX files, images, checkpoints, captcha folders) fed with arbitrary bytes.
+// outside (IDX files, images, checkpoints, Kaggle-style image CSV files, captcha folders) fed with
+// arbitrary bytes.
 //
 // Each function returns the reader's minidl::Error message, or "" when the input was accepted. Refusing
 // an input with an Error is the reader doing its job; a crash, a sanitizer report, a hang, a huge
@@ -25,8 +26,15 @@ std::string image_input(const uint8_t* data, size_t size);
 // and the metadata rather than dying at the checksum. A file that parses is then loaded as its metadata
 // says: a captcha model is described, checked, built, loaded (with its Adam state when it has one) and
 // run on one blank image when its input has at most 4096 pixels; an MNIST model is loaded into the
-// MNIST CNN. The message returned is the second pass's.
+// MNIST CNN. A file with an "epoch" key (a resumable save) is first read as --resume reads its position
+// (examples/run_state.h resume_position). The message returned is the second pass's.
 std::string checkpoint_input(const uint8_t* data, size_t size);
+
+// The bytes as a CSV file of images (nn/image_csv.h read_image_csv, 4 pixels, 10 classes) after the
+// first, which picks the options: bit 0 clear, labels required (training), set, optional (prediction);
+// bit 1 set, the first row only (--limit 1). What is accepted must hold rows x 4 pixels and, when
+// labelled, rows labels 0..9 (otherwise std::logic_error: a bug).
+std::string image_csv_input(const uint8_t* data, size_t size);
 
 // A captcha folder (nn/captcha_data.h load_captcha_folder, 8x4 input, one decoding thread), chosen by the
 // first byte modulo 3; the rest is

@@ -13,6 +13,7 @@
 
 #include "core/random.h"
 #include "examples/captcha/model_config.h"
+#include "examples/run_state.h"
 #include "nn/checkpoint.h"
 #include "nn/image.h"
 #include "nn/optim.h"
@@ -101,8 +102,10 @@ void image_seeds() {
 }
 
 // A captcha model as small as the configuration allows, with a GRU or an LSTM, saved as `captcha train`
-// saves (with Adam state after one step when `with_adam`).
-std::vector<uint8_t> captcha_checkpoint(bool with_adam, captcha::RnnKind rnn = captcha::RnnKind::gru) {
+// saves (with Adam state after one step when `with_adam`; with the keys of a resumable save, in the
+// middle of an epoch, when `resumable`).
+std::vector<uint8_t> captcha_checkpoint(bool with_adam, captcha::RnnKind rnn = captcha::RnnKind::gru,
+                                        bool resumable = false) {
   manual_seed(1);
   captcha::ModelConfig c;
   c.width = 4;
@@ -122,6 +125,14 @@ std::vector<uint8_t> captcha_checkpoint(bool with_adam, captcha::RnnKind rnn = c
   const fs::path tmp = out_dir / "tmp.ckpt";
   std::map<std::string, std::string> meta = captcha::model_metadata(c, "ab", "1-2");
   meta["seed"] = "1";
+  if (resumable) {
+    examples::RunPosition at;
+    at.epoch = 1;
+    at.epoch_step = 2;
+    at.step = 5;
+    at.epoch_sums = {0.75, 3};  // captcha train's two sums
+    meta = examples::resumable_metadata(meta, 1, at);
+  }
   save_checkpoint(tmp.string(), model, with_adam ? &adam : nullptr, meta);
   std::vector<uint8_t> bytes = read(tmp);
   fs::remove(tmp);
@@ -132,6 +143,7 @@ void checkpoint_seeds() {
   write("checkpoint", "captcha_tiny", captcha_checkpoint(false));
   write("checkpoint", "captcha_tiny_adam", captcha_checkpoint(true));
   write("checkpoint", "captcha_tiny_lstm_adam", captcha_checkpoint(true, captcha::RnnKind::lstm));
+  write("checkpoint", "captcha_tiny_resumable", captcha_checkpoint(true, captcha::RnnKind::gru, true));
   // The MNIST model is 4.8 MB: a file that says it is one, with a few of its tensors.
   Checkpoint mnist;
   mnist.metadata["model"] = "mnist_cnn";
@@ -149,6 +161,17 @@ void checkpoint_seeds() {
   write_checkpoint(tmp.string(), every);
   write("checkpoint", "every_dtype", read(tmp));
   fs::remove(tmp);
+}
+
+// The CSV target's first byte picks the options (fuzz/harness.h image_csv_input): 0 labels required,
+// 1 optional; 2 and 3 the same with one row kept.
+void image_csv_seeds() {
+  const std::string labelled = "label,pixel0,pixel1,pixel2,pixel3\n7,0,128,255,3\n0,1,2,3,4\n";
+  write_text("image_csv", "labelled", std::string(1, '\0') + labelled);
+  write_text("image_csv", "labelled_crlf_bom_one_row",
+             std::string(1, '\2') + "\xEF\xBB\xBFlabel,pixel0,pixel1,pixel2,pixel3\r\n9,9,9,9,9\r\n1,x\r\n");
+  write_text("image_csv", "pixels_only", std::string(1, '\1') + "pixel0,pixel1,pixel2,pixel3\n0,0,0,0\n255,1,2,3\n\n");
+  write_text("image_csv", "bad_label", std::string(1, '\0') + "label,pixel0,pixel1,pixel2,pixel3\n10,0,0,0,0\n");
 }
 
 void captcha_folder_seeds() {
@@ -170,6 +193,7 @@ int main(int argc, char** argv) {
   image_seeds();
   checkpoint_seeds();
   captcha_folder_seeds();
+  image_csv_seeds();
   std::printf("fuzz_make_corpus: wrote the seeds under %s\n", argv[1]);
   return 0;
 }

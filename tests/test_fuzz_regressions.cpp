@@ -23,6 +23,7 @@ const std::map<std::string, Harness>& harnesses() {
   static const std::map<std::string, Harness> h = {{"idx", minidl::fuzz::idx_input},
                                                    {"image", minidl::fuzz::image_input},
                                                    {"checkpoint", minidl::fuzz::checkpoint_input},
+                                                   {"image_csv", minidl::fuzz::image_csv_input},
                                                    {"captcha_folder", minidl::fuzz::captcha_folder_input}};
   return h;
 }
