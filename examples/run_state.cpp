@@ -10,7 +10,9 @@
 #include <charconv>
 #include <csignal>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/autograd.h"
 #include "core/error.h"
@@ -45,14 +47,23 @@ Metadata resumable_metadata(const Metadata& settings, uint64_t seed, const RunPo
 
 namespace {
 
+// A saved value as quoted in a message: at most 40 characters, bytes outside printable ASCII as '?' (the
+// file may be damaged or crafted; the message stays one line).
+std::string shown(const std::string& text) {
+  std::string out = text.substr(0, 40);
+  for (char& c : out)
+    if (c < ' ' || c > '~') c = '?';
+  return text.size() > 40 ? out + "..." : out;
+}
+
 // A whole non-negative integer of the metadata, or an error naming the file and the key.
 template <typename T>
 T integer_of(const Metadata& saved, const std::string& key, const std::string& path) {
   const std::string& text = saved.at(key);
   T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  MINIDL_CHECK(ec == std::errc() && end == text.data() + text.size() && !text.empty(), "--resume ", path, ": '",
-               key, "' is '", text, "', not a whole number");
+  MINIDL_CHECK(ec == std::errc() && end == text.data() + text.size() && !text.empty() && value >= 0, "--resume ",
+               path, ": '", key, "' is '", shown(text), "', not a whole number from 0 to ", std::numeric_limits<T>::max());
   return value;
 }
 
@@ -64,8 +75,8 @@ std::vector<double> numbers_of(const std::string& text, const std::string& path)
     const std::string field = text.substr(start, comma - start);
     char* end = nullptr;
     const double v = std::strtod(field.c_str(), &end);
-    MINIDL_CHECK(!field.empty() && end == field.c_str() + field.size(), "--resume ", path,
-                 ": 'epoch_sums' is '", text, "', not a list of numbers");
+    MINIDL_CHECK(!field.empty() && end == field.c_str() + field.size() && std::isfinite(v), "--resume ", path,
+                 ": 'epoch_sums' is '", shown(text), "', not a list of finite numbers");
     out.push_back(v);
     start = comma + 1;
   }
@@ -78,8 +89,9 @@ RunPosition resume_position(const std::string& path, const Metadata& saved, cons
   std::string differences;
   for (const auto& [key, value] : expected) {
     auto it = saved.find(key);
-    const std::string was = it == saved.end() ? "(none)" : it->second;
-    if (was != value) differences += str_cat(differences.empty() ? "" : "; ", key, ": saved ", was, ", this run ", value);
+    if (it != saved.end() && it->second == value) continue;
+    const std::string was = it == saved.end() ? "(none)" : shown(it->second);
+    differences += str_cat(differences.empty() ? "" : "; ", key, ": saved ", was, ", this run ", value);
   }
   MINIDL_CHECK(differences.empty(), "--resume ", path, ": the saved run had other settings; resume with the same "
                "flags (", differences, ")");

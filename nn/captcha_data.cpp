@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 #include <utility>
@@ -75,6 +76,67 @@ void check_label(const Entry& e, const CaptchaFolderOptions& options, bool from_
                e.label, "' of '", e.path, "' has ", e.label.size(), " characters, not ", options.length);
 }
 
+// "a, b, c and 5 more"
+std::string some(const std::vector<std::string>& items, size_t shown = 3) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < shown; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > shown) out += str_cat(" and ", items.size() - shown, " more");
+  return out;
+}
+
+// How often each value (a character, a label length) occurs, with the first files it occurs in.
+template <class Key>
+struct Occurrences {
+  struct Entry {
+    int64_t labels = 0;
+    std::vector<std::string> files;  // the first two
+  };
+  std::map<Key, Entry> of;
+  void add(const Key& key, const std::string& file) {
+    Entry& e = of[key];
+    ++e.labels;
+    if (e.files.size() < 2) e.files.push_back(file);
+  }
+  // "'x' in 1 label (a/NCVx_99.png)": the file names are shown for values of at most 3 labels.
+  static std::string describe(const std::string& value, const Entry& e) {
+    std::string s = str_cat(value, " in ", e.labels, e.labels == 1 ? " label" : " labels");
+    if (e.labels <= 3) s += " (" + some(e.files, 2) + ")";
+    return s;
+  }
+};
+
+// The warnings of an inferred charset and length: the rarest characters, and every label length when
+// they differ, with files where they are rare (a mislabelled file shows up there).
+void warn_about_inferred_labels(const std::vector<Entry>& entries, const CaptchaFolderOptions& options,
+                                std::vector<std::string>& warnings) {
+  if (options.charset.empty()) {
+    Occurrences<char> chars;
+    for (const Entry& e : entries)
+      for (char c : std::set<char>(e.label.begin(), e.label.end())) chars.add(c, e.path);
+    std::vector<std::pair<int64_t, char>> by_count;
+    for (const auto& [c, entry] : chars.of) by_count.emplace_back(entry.labels, c);
+    std::sort(by_count.begin(), by_count.end());
+    std::vector<std::string> rarest;
+    for (size_t i = 0; i < by_count.size() && i < 3; ++i)
+      rarest.push_back(chars.describe(str_cat("'", by_count[i].second, "'"), chars.of.at(by_count[i].second)));
+    warnings.push_back(str_cat("the charset was inferred from the labels: ", chars.of.size(),
+                               " characters; the rarest: ", some(rarest),
+                               ". A mislabelled file widens it silently: give the charset (--charset) to refuse "
+                               "characters outside it"));
+  }
+  if (options.length <= 0) {
+    Occurrences<size_t> lengths;
+    for (const Entry& e : entries) lengths.add(e.label.size(), e.path);
+    if (lengths.of.size() > 1) {
+      std::vector<std::string> each;
+      for (const auto& [length, entry] : lengths.of) each.push_back(lengths.describe(str_cat(length), entry));
+      warnings.push_back(str_cat("the labels have ", lengths.of.size(), " different lengths: ", some(each, 6),
+                                 ". A mislabelled file widens the length silently: give the length (--length) to "
+                                 "refuse labels of another"));
+    }
+  }
+}
+
 }  // namespace
 
 std::string label_from_file_name(const std::string& file_name) {
@@ -130,31 +192,49 @@ Tensor images_to_tensor(const std::vector<Image>& images, int width, int height)
 CaptchaDataset load_captcha_folder(const std::string& folder, const CaptchaFolderOptions& options) {
   MINIDL_CHECK(options.width > 0 && options.height > 0, "captcha data: bad input size ", options.width, "x",
                options.height);
+  std::set<char> given;
+  for (char c : options.charset)
+    MINIDL_CHECK(c > ' ' && c <= '~' && given.insert(c).second, "captcha data: the charset \"", options.charset,
+                 "\" has a character that is not printable ASCII or appears twice (byte ",
+                 static_cast<int>(static_cast<unsigned char>(c)), ")");
   const fs::path dir(folder);
   MINIDL_CHECK(fs::is_directory(dir), "captcha data: '", folder, "' is not a folder");
   CaptchaDataset data;
   std::vector<Entry> entries;
   const fs::path csv = dir / "labels.csv";
   const bool from_csv = fs::exists(csv);
-  if (from_csv) {
-    entries = read_labels_csv(dir, csv);
-  } else {
-    std::vector<fs::path> files;
-    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
-      const std::string name = e.path().filename().string();
-      if (!e.is_regular_file() || name.empty() || name[0] == '.') continue;
-      if (has_image_extension(e.path()))
-        files.push_back(e.path());
-      else
-        data.skipped.push_back(e.path().string());
-    }
-    std::sort(files.begin(), files.end());
-    std::sort(data.skipped.begin(), data.skipped.end());
-    for (const fs::path& p : files) entries.push_back({p.string(), label_from_file_name(p.filename().string())});
+  if (from_csv) entries = read_labels_csv(dir, csv);
+  // What the folder holds: images (read unless labels.csv says otherwise) and what is skipped.
+  std::vector<fs::path> images;
+  std::set<std::string> listed;
+  for (const Entry& e : entries) listed.insert(fs::path(e.path).lexically_normal().string());
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name[0] == '.' || (from_csv && e.path() == csv)) continue;
+    std::error_code ignored;
+    const bool image = e.is_regular_file(ignored) && has_image_extension(e.path());
+    if (image && (!from_csv || listed.count(e.path().lexically_normal().string())))
+      images.push_back(e.path());
+    else
+      data.skipped.push_back(e.path().string());
   }
+  std::sort(images.begin(), images.end());
+  std::sort(data.skipped.begin(), data.skipped.end());
+  if (!from_csv)
+    for (const fs::path& p : images) entries.push_back({p.string(), label_from_file_name(p.filename().string())});
   MINIDL_CHECK(!entries.empty(), "captcha data: no images in '", folder, "'",
                from_csv ? " (labels.csv lists none)" : " (looked for .png, .jpg, .jpeg, .bmp files)");
   for (const Entry& e : entries) check_label(e, options, from_csv);
+  if (!data.skipped.empty()) {
+    std::vector<std::string> names;
+    for (const std::string& p : data.skipped) names.push_back(fs::path(p).filename().string());
+    data.warnings.push_back(str_cat("'", folder, "': skipped ", data.skipped.size(),
+                                    data.skipped.size() == 1 ? " entry" : " entries",
+                                    from_csv ? " (not image files, or not listed in labels.csv): "
+                                             : " (not image files: .png, .jpg, .jpeg, .bmp): ",
+                                    some(names, 5)));
+  }
+  warn_about_inferred_labels(entries, options, data.warnings);
 
   const int64_t N = static_cast<int64_t>(entries.size());
   const int W = options.width, H = options.height;

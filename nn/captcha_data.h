@@ -7,7 +7,11 @@
 //                                        present it lists the images and their labels, and names in the
 //                                        folder are not parsed
 // Images are PNG, JPEG or BMP of any size, converted to RGB and resized (bilinear) to the model input.
-// Files with other extensions are skipped and listed in CaptchaDataset::skipped; dot-files are ignored.
+// Files with other extensions, folders and other non-files are skipped (and, with labels.csv, images it
+// does not list): listed in CaptchaDataset::skipped and summed up in its warnings. Dot-files are ignored.
+// When the charset (or the length) is not given, it is inferred from the labels, so a mislabelled file
+// widens it silently; the warnings then say so, with the rarest characters (and the label lengths) and
+// the files they come from, for the caller to show.
 //
 // Tensor layout and classes: images [N, 3, H, W] float32 with value = pixel / 255 in [0, 1]; class 0 is
 // the CTC blank and class k >= 1 is charset[k - 1] (the convention of nn/ctc_decode.h).
@@ -35,13 +39,14 @@ struct CaptchaDataset {
   std::vector<std::string> labels;   // N labels
   std::vector<std::string> files;    // N paths, in the order of the images
   std::string charset;               // the given or inferred charset
-  std::vector<std::string> skipped;  // files of the folder that are not images by their extension
+  std::vector<std::string> skipped;  // entries of the folder that were not read (see above), sorted
+  std::vector<std::string> warnings;  // one line each, for the caller to show: skipped files, inferred charset/length
 };
 
 // Reads every image of `folder` (sorted by name) or those listed in its labels.csv (in file order).
 // Throws minidl::Error naming the file for: a missing or undecodable image, an empty label, a label
-// character outside the given charset (or not printable ASCII), a label of the wrong length; and for a
-// missing or image-less folder.
+// character outside the given charset (or not printable ASCII), a label of the wrong length; for a
+// missing or image-less folder; and for a given charset with a repeated or unprintable character.
 CaptchaDataset load_captcha_folder(const std::string& folder, const CaptchaFolderOptions& options = {});
 
 // "A3F9_17.png" -> "A3F9", "K2M8.jpg" -> "K2M8" (path components are dropped first).

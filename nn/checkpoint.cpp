@@ -8,6 +8,8 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "nn/files.h"
 
 namespace minidl {
 
@@ -412,13 +415,29 @@ uint32_t le32(const uint8_t* p) {
 
 uint64_t le64(const uint8_t* p) { return static_cast<uint64_t>(le32(p)) | static_cast<uint64_t>(le32(p + 4)) << 32; }
 
-// Reads the file in two steps: the header first, checked (magic, size, version, declared size), then the
-// rest; so a large file that is not a checkpoint is rejected without being loaded into memory.
+// The header checks, in order: identity first (so a random file is called "not a checkpoint", not
+// "truncated"), then size and version. `head` holds the first min(size, kHeaderBytes) bytes of a file of
+// `size` bytes. The checksum and the structure are checked by the caller.
+void check_header(const uint8_t* head, size_t size, const std::string& what) {
+  MINIDL_CHECK(size > 0 && std::memcmp(head, kMagic, std::min(size, sizeof kMagic)) == 0, what,
+               ": not a minidl checkpoint (wrong magic; expected the file to start with \"MINIDLCK\")");
+  MINIDL_CHECK(size >= kHeaderBytes + kTrailerBytes, what, ": truncated: the file has ", size,
+               " bytes, less than the ", kHeaderBytes + kTrailerBytes, " of an empty checkpoint");
+  const uint32_t version = le32(head + 8);
+  MINIDL_CHECK(version == kCheckpointVersion, what, ": unsupported format version ", version,
+               " (this build reads version ", kCheckpointVersion, ")");
+  const uint64_t declared = le64(head + 16);
+  MINIDL_CHECK(declared >= size, what, ": ", size - declared, " unexpected bytes after the end (the header says the file has ",
+               declared, " bytes, it has ", size, ")");
+  MINIDL_CHECK(declared == size, what, ": truncated: the header says the file has ", declared, " bytes, it has ", size);
+}
+
+// Reads the file in two steps: the header first, checked, then the rest; so a large file that is not a
+// checkpoint is rejected without being loaded into memory.
 std::vector<uint8_t> read_checked_file(const std::string& path, const std::string& what) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  MINIDL_CHECK(f != nullptr, "checkpoint: cannot open '", path, "': ", std::strerror(errno));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(open_regular_file(path, "checkpoint"), &std::fclose);
   struct stat st;
-  MINIDL_CHECK(::fstat(fileno(f.get()), &st) == 0 && S_ISREG(st.st_mode), what, ": not a regular file");
+  MINIDL_CHECK(::fstat(fileno(f.get()), &st) == 0, what, ": cannot read: ", std::strerror(errno));
   const size_t size = static_cast<size_t>(st.st_size);
   std::vector<uint8_t> bytes(std::min(size, kHeaderBytes));
   auto read_into = [&](size_t from) {
@@ -427,21 +446,7 @@ std::vector<uint8_t> read_checked_file(const std::string& path, const std::strin
     MINIDL_CHECK(got == want, what, ": read error after ", from + got, " of ", size, " bytes");
   };
   read_into(0);
-
-  // Identity first (so a random file is called "not a checkpoint", not "truncated"), then size and
-  // version; the checksum and the structure are checked by the caller.
-  MINIDL_CHECK(size > 0 && std::memcmp(bytes.data(), kMagic, std::min(size, sizeof kMagic)) == 0, what,
-               ": not a minidl checkpoint (wrong magic; expected the file to start with \"MINIDLCK\")");
-  MINIDL_CHECK(size >= kHeaderBytes + kTrailerBytes, what, ": truncated: the file has ", size,
-               " bytes, less than the ", kHeaderBytes + kTrailerBytes, " of an empty checkpoint");
-  const uint32_t version = le32(bytes.data() + 8);
-  MINIDL_CHECK(version == kCheckpointVersion, what, ": unsupported format version ", version,
-               " (this build reads version ", kCheckpointVersion, ")");
-  const uint64_t declared = le64(bytes.data() + 16);
-  MINIDL_CHECK(declared >= size, what, ": ", size - declared, " unexpected bytes after the end (the header says the file has ",
-               declared, " bytes, it has ", size, ")");
-  MINIDL_CHECK(declared == size, what, ": truncated: the header says the file has ", declared, " bytes, it has ", size);
-
+  check_header(bytes.data(), size, what);
   bytes.resize(size);
   read_into(kHeaderBytes);
   return bytes;
@@ -460,9 +465,14 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 
 Checkpoint read_checkpoint(const std::string& path) {
   MINIDL_CHECK(host_is_little_endian(), "checkpoint: reading needs a little-endian host");
+  return parse_checkpoint(read_checked_file(path, str_cat("checkpoint '", path, "'")), path);
+}
+
+Checkpoint parse_checkpoint(const std::vector<uint8_t>& bytes, const std::string& path) {
+  MINIDL_CHECK(host_is_little_endian(), "checkpoint: reading needs a little-endian host");
   const std::string what = str_cat("checkpoint '", path, "'");
-  const std::vector<uint8_t> bytes = read_checked_file(path, what);
   const size_t size = bytes.size();
+  check_header(bytes.data(), size, what);
   const uint32_t stored_crc = le32(bytes.data() + size - kTrailerBytes);
   const uint32_t crc = static_cast<uint32_t>(crc32_z(0L, bytes.data(), size - kTrailerBytes));
   if (crc != stored_crc) {
@@ -535,34 +545,185 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
   write_checkpoint(path, ck);
 }
 
+namespace {
+
+// "a, b, c and 5 more": a list in an error message stays one readable line.
+std::string some_names(const std::vector<std::string>& names, size_t shown = 3) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < shown; ++i) out += (i ? ", " : "") + names[i];
+  if (names.size() > shown) out += str_cat(" and ", names.size() - shown, " more");
+  return out;
+}
+
+// The file's model tensors against the model's state: one line naming what does not fit (missing,
+// unexpected, other shapes, other dtypes), or, when no name is shared at all, that the file holds another
+// kind of model.
+void check_model_state(const NamedTensors& file_state, const Module& model, const Checkpoint& ck,
+                       const std::string& what) {
+  const NamedTensors mine = model.state_dict();
+  std::map<std::string, Tensor> given(file_state.begin(), file_state.end());
+  std::vector<std::string> missing, unexpected, other_shape, other_dtype;
+  std::set<std::string> known;
+  for (const auto& [name, dst] : mine) {
+    known.insert(name);
+    auto it = given.find(name);
+    if (it == given.end()) {
+      missing.push_back(name);
+    } else if (it->second.shape() != dst.shape()) {
+      other_shape.push_back(str_cat(name, " (expected ", shape_str(dst.shape()), ", got ", shape_str(it->second.shape()), ")"));
+    } else if (it->second.dtype() != dst.dtype()) {
+      other_dtype.push_back(str_cat(name, " (expected ", dtype_name(dst.dtype()), ", got ", dtype_name(it->second.dtype()), ")"));
+    }
+  }
+  for (const auto& [name, t] : file_state)
+    if (!known.count(name)) unexpected.push_back(name);
+  if (!mine.empty() && !file_state.empty() && missing.size() == mine.size()) {
+    auto kind = ck.metadata.find("model");
+    throw Error(str_cat(what, ": holds another kind of model",
+                        kind == ck.metadata.end() ? std::string() : " ('" + kind->second + "')", ", not a ",
+                        model.type_name(), ": none of its ", file_state.size(), " model tensors (", some_names(unexpected, 2),
+                        ") is one of this model's ", mine.size(), " (", some_names(missing, 2), ")"));
+  }
+  if (missing.empty() && unexpected.empty() && other_shape.empty() && other_dtype.empty()) return;
+  std::string msg = str_cat(what, ": does not fit this ", model.type_name());
+  if (!missing.empty()) msg += str_cat("; missing: ", some_names(missing));
+  if (!unexpected.empty()) msg += str_cat("; unexpected: ", some_names(unexpected));
+  if (!other_shape.empty()) msg += str_cat("; shape mismatch: ", some_names(other_shape));
+  if (!other_dtype.empty()) msg += str_cat("; dtype mismatch: ", some_names(other_dtype));
+  throw Error(msg);
+}
+
+// The optimizer's entries against nn/optim.h's table: "step" and "param.<i>.step" int64 [1] and at least
+// 0 (a step count), "lr" float64 [1] finite and at least 0, and "param.<i>.<buffer>" float32 of parameter
+// i's shape, for i below the optimizer's parameter count. The optimizer checks names and counts itself.
+void check_optimizer_state(const NamedTensors& file_state, const Optimizer& optimizer, const std::string& what) {
+  const std::vector<Tensor>& params = optimizer.params();
+  std::vector<std::string> problems;
+  for (const auto& [name, t] : file_state) {
+    const bool is_step = name == "step" || (starts_with(name, "param.") && name.size() > 5 &&
+                                            name.compare(name.size() - 5, 5, ".step") == 0);
+    const bool is_lr = name == "lr";
+    if (is_step || is_lr) {
+      const DType want = is_step ? DType::int64 : DType::float64;
+      if (t.dtype() != want || t.numel() != 1) {
+        problems.push_back(str_cat(name, " is ", dtype_name(t.dtype()), " ", shape_str(t.shape()), ", not ",
+                                   dtype_name(want), " [1]"));
+        continue;
+      }
+      const double v = t.item<double>();
+      if (!std::isfinite(v) || v < 0) problems.push_back(str_cat(name, " is ", v));
+      continue;
+    }
+    if (!starts_with(name, "param.")) continue;  // the optimizer names it as unexpected
+    const std::optional<int64_t> index = parse_whole_number(name.substr(6, name.find('.', 6) - 6));
+    if (!index || *index < 0 || *index >= static_cast<int64_t>(params.size())) {
+      problems.push_back(str_cat(name, " is for no parameter (the optimizer has ", params.size(), ")"));
+    } else if (t.dtype() != DType::float32 || t.shape() != params[*index].shape()) {
+      problems.push_back(str_cat(name, " is ", dtype_name(t.dtype()), " ", shape_str(t.shape()), ", not float32 ",
+                                 shape_str(params[*index].shape())));
+    }
+  }
+  MINIDL_CHECK(problems.empty(), what, ": the ", optimizer.type_name(), " state does not fit: ", some_names(problems));
+}
+
+}  // namespace
+
 std::map<std::string, std::string> load_checkpoint(const std::string& path, Module& model, Optimizer* optimizer) {
-  Checkpoint ck = read_checkpoint(path);
+  return load_checkpoint(read_checkpoint(path), path, model, optimizer);
+}
+
+std::map<std::string, std::string> load_checkpoint(const Checkpoint& ck, const std::string& path, Module& model,
+                                                   Optimizer* optimizer) {
+  const std::string what = str_cat("checkpoint '", path, "'");
   NamedTensors model_state, optimizer_state;
-  for (auto& [name, t] : ck.tensors) {
+  for (const auto& [name, t] : ck.tensors) {
     if (starts_with(name, kModelPrefix))
       model_state.emplace_back(name.substr(kModelPrefix.size()), t);
     else if (starts_with(name, kOptimizerPrefix))
       optimizer_state.emplace_back(name.substr(kOptimizerPrefix.size()), t);
     else
-      throw Error(str_cat("checkpoint '", path, "': tensor '", name, "' belongs to neither the model nor the optimizer"));
+      throw Error(str_cat(what, ": tensor '", name, "' belongs to neither the model nor the optimizer"));
+  }
+  check_model_state(model_state, model, ck, what);
+  if (optimizer) {
+    auto it = ck.metadata.find("optimizer");
+    MINIDL_CHECK(it != ck.metadata.end(), what, ": holds no optimizer state");
+    MINIDL_CHECK(it->second == optimizer->type_name(), what, ": holds ", it->second, " state, not ",
+                 optimizer->type_name());
+    check_optimizer_state(optimizer_state, *optimizer, what);
   }
   try {
     model.load_state_dict(model_state);
+    if (optimizer) optimizer->load_state_dict(optimizer_state);
   } catch (const Error& e) {
-    throw Error(str_cat("checkpoint '", path, "': ", e.what()));
-  }
-  if (optimizer) {
-    auto it = ck.metadata.find("optimizer");
-    MINIDL_CHECK(it != ck.metadata.end(), "checkpoint '", path, "': holds no optimizer state");
-    MINIDL_CHECK(it->second == optimizer->type_name(), "checkpoint '", path, "': holds ", it->second,
-                 " state, not ", optimizer->type_name());
-    try {
-      optimizer->load_state_dict(optimizer_state);
-    } catch (const Error& e) {
-      throw Error(str_cat("checkpoint '", path, "': ", e.what()));
-    }
+    throw Error(str_cat(what, ": ", e.what()));
   }
   return ck.metadata;
+}
+
+void check_checkpoint_model(const Checkpoint& ck, const std::string& path, const std::string& expected,
+                            const std::string& saved_by) {
+  auto it = ck.metadata.find("model");
+  MINIDL_CHECK(it != ck.metadata.end() && it->second == expected, "'", path, "' holds ",
+               it == ck.metadata.end() ? std::string("no model name in its metadata")
+                                       : str_cat("a '", it->second.substr(0, 64), "' model"),
+               ", not a ", expected, " model saved by ", saved_by);
+}
+
+// ------------------------------------------------------------------ metadata values
+
+std::optional<int64_t> parse_whole_number(const std::string& text) {
+  const bool negative = !text.empty() && text[0] == '-';
+  const size_t first = negative ? 1 : 0;
+  if (text.size() == first || text.size() - first > 18) return std::nullopt;  // 18 digits cannot overflow
+  int64_t v = 0;
+  for (size_t i = first; i < text.size(); ++i) {
+    if (text[i] < '0' || text[i] > '9') return std::nullopt;
+    v = v * 10 + (text[i] - '0');
+  }
+  return negative ? -v : v;
+}
+
+const std::string& metadata_text(const std::map<std::string, std::string>& metadata, const std::string& key,
+                                 const std::string& path) {
+  auto it = metadata.find(key);
+  MINIDL_CHECK(it != metadata.end(), "checkpoint '", path, "' has no '", key, "' in its metadata");
+  return it->second;
+}
+
+namespace {
+// A value quoted in a message: at most 40 characters, bytes outside printable ASCII as '?'.
+std::string quoted(const std::string& value) {
+  std::string out = value.substr(0, 40);
+  for (char& c : out)
+    if (c < ' ' || c > '~') c = '?';
+  return "'" + out + (value.size() > 40 ? "...'" : "'");
+}
+}  // namespace
+
+int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& key, int64_t min,
+                     int64_t max, const std::string& path) {
+  const std::string& text = metadata_text(metadata, key, path);
+  const std::optional<int64_t> v = parse_whole_number(text);
+  MINIDL_CHECK(v.has_value(), "checkpoint '", path, "': metadata ", key, " = ", quoted(text), " is not a whole number");
+  MINIDL_CHECK(*v >= min && *v <= max, "checkpoint '", path, "': metadata ", key, " = ", *v, " is outside ", min, "..",
+               max);
+  return *v;
+}
+
+double metadata_real(const std::map<std::string, std::string>& metadata, const std::string& key, double min,
+                     double max, const std::string& path) {
+  const std::string& text = metadata_text(metadata, key, path);
+  // strtod also reads "inf", "nan", hex and leading spaces: only plain decimal text is let through to it.
+  const bool plain = !text.empty() && text.size() <= 64 &&
+                     text.find_first_not_of("0123456789.-eE") == std::string::npos;
+  char* end = nullptr;
+  const double v = plain ? std::strtod(text.c_str(), &end) : 0;
+  MINIDL_CHECK(plain && end == text.c_str() + text.size() && std::isfinite(v), "checkpoint '", path, "': metadata ",
+               key, " = ", quoted(text), " is not a number");
+  MINIDL_CHECK(v >= min && v <= max, "checkpoint '", path, "': metadata ", key, " = ", v, " is outside ", min, "..",
+               max);
+  return v;
 }
 
 }  // namespace minidl

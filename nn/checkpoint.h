@@ -6,10 +6,16 @@
 // directory, fsync, rename), so a crash or error mid-save leaves the previous file intact; the details
 // (symbolic links, file modes, what happens on a signal) are in docs/checkpoint-format.md. Loading
 // checks everything before trusting it and fails with a message that says what is wrong: not a
-// checkpoint, unsupported version, truncated, checksum mismatch, or corrupt structure.
+// checkpoint, unsupported version, truncated, checksum mismatch, or corrupt structure. Restoring a model
+// checks the file's tensors against the model first (names, shapes, dtypes: an int32 tensor where the
+// model has float32 is an error, not a silent conversion) and says in one line what does not fit; a file
+// of another kind of model is named as such.
 #pragma once
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -31,6 +37,8 @@ struct Checkpoint {
 void write_checkpoint(const std::string& path, const Checkpoint& checkpoint);
 // Loaded tensors are on the CPU.
 Checkpoint read_checkpoint(const std::string& path);
+// The same from the file's bytes in memory (fuzzing, tests); `path` stands for the file in messages.
+Checkpoint parse_checkpoint(const std::vector<uint8_t>& bytes, const std::string& path);
 
 // Any other file that must be all or nothing (`mnist predict`'s submission CSV), written the same way
 // as a checkpoint: a temporary file, fsync, rename, with the same handling of links, modes and signals.
@@ -56,5 +64,29 @@ void save_checkpoint(const std::string& path, const Module& model, const Optimiz
 // same type). Returns the metadata. The model must have been built with the same configuration.
 std::map<std::string, std::string> load_checkpoint(const std::string& path, Module& model,
                                                    Optimizer* optimizer = nullptr);
+// The same from a file already read (to look at its metadata before building the model); `path` is for
+// messages. Before anything is copied, every tensor is checked: the model's and the file's names, shapes
+// and dtypes must agree, and the optimizer's entries must have the dtypes of nn/optim.h, sane step and lr
+// values, and belong to its parameters; an error lists at most a few names of each kind of misfit.
+std::map<std::string, std::string> load_checkpoint(const Checkpoint& checkpoint, const std::string& path,
+                                                   Module& model, Optimizer* optimizer = nullptr);
+
+// Throws one line unless the file's metadata says model = `expected` (the programs record their model's
+// name there): "'a.ckpt' holds a captcha_crnn model, not an mnist_cnn model saved by `mnist train --save`".
+void check_checkpoint_model(const Checkpoint& checkpoint, const std::string& path, const std::string& expected,
+                            const std::string& saved_by);
+
+// ---- metadata values, read strictly (a file may be corrupt or crafted): the whole value must be the
+// number, in decimal (an optional '-', digits; no spaces, no '+', nothing after), inside [min, max].
+// Errors name the file and the key: "checkpoint 'a.ckpt': metadata gru_hidden = '64abc' is not a whole
+// number", "... gru_layers = 100000 is outside 1..16", "... has no 'charset' in its metadata".
+std::optional<int64_t> parse_whole_number(const std::string& text);
+const std::string& metadata_text(const std::map<std::string, std::string>& metadata, const std::string& key,
+                                 const std::string& path);
+int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& key, int64_t min,
+                     int64_t max, const std::string& path);
+// A finite decimal number ("0.25", "1e-3"), inside [min, max].
+double metadata_real(const std::map<std::string, std::string>& metadata, const std::string& key, double min,
+                     double max, const std::string& path);
 
 }  // namespace minidl

@@ -7,11 +7,15 @@
 //   byte  3     number of dimensions d
 //   d x uint32  the size of each dimension
 //   then the elements, row-major: product of the sizes, times the element size.
-// A file that starts with the gzip magic (1f 8b) is decompressed with zlib first.
+// A file that starts with the gzip magic (1f 8b) is decompressed with zlib first: one gzip member or
+// several back to back (as `cat a.gz b.gz` makes), and nothing else after them.
 //
-// Every error names the file and says what is wrong: cannot open, wrong magic, unsupported element
-// type, truncated (expected vs actual bytes), extra bytes after the data, corrupt gzip stream.
+// Every error names the file and says what is wrong: cannot open (with the system's reason), a folder or
+// FIFO in place of the file, wrong magic, unsupported element type, truncated (expected vs actual bytes),
+// extra bytes after the data, corrupt gzip stream, a gzip stream cut before its trailer, bytes after the
+// gzip stream that are not another gzip member.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +28,8 @@ struct IdxArray {
 };
 
 IdxArray read_idx(const std::string& path);
+// The same from bytes in memory (fuzzing, tests); `name` stands for the file in messages.
+IdxArray read_idx_bytes(const uint8_t* data, size_t size, const std::string& name);
 
 // Throws unless images.dims[0] == labels.dims[0], naming both files and both counts.
 void check_idx_counts_match(const IdxArray& images, const std::string& images_path, const IdxArray& labels,

@@ -31,10 +31,13 @@ std::string column_name(size_t c, bool labelled) {
   return str_cat("pixel", c - (labelled ? 1 : 0));
 }
 
-// A field as quoted in a message: at most 24 characters.
+// A field as quoted in a message: at most 24 characters, bytes outside printable ASCII as '?' (a binary
+// file read as CSV still gets a one-line message).
 std::string shown(std::string_view field) {
-  if (field.size() <= 24) return std::string(field);
-  return std::string(field.substr(0, 21)) + "...";
+  std::string out(field.size() <= 24 ? field : field.substr(0, 21));
+  for (char& c : out)
+    if (c < ' ' || c > '~') c = '?';
+  return field.size() <= 24 ? out : out + "...";
 }
 
 // Cuts `line` at its commas into `fields` (views into `line`).

@@ -11,7 +11,8 @@
 // every field must be a whole number written in plain digits (std::from_chars: no spaces, signs,
 // decimals or exponents) within its range, and a blank line may only come at the very end. Lines may
 // end in \n or \r\n. Every error names the file and the line ("train.csv:17: ..."), and the column when
-// one is at fault. Reading allocates no more than the rows it keeps.
+// one is at fault; a field quoted in a message is cut to 24 characters, bytes outside printable ASCII
+// shown as '?'. Reading allocates no more than the rows it keeps.
 #pragma once
 #include <cstdint>
 #include <string>

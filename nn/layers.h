@@ -14,6 +14,9 @@
 // A model in a few lines:
 //   Sequential net(Conv2d(1, 32, 3), ReLU(), MaxPool2d(2), Flatten(), Linear(32 * 13 * 13, 10));
 //   Tensor logits = net(x);
+// The layers are arguments of one call, constructed in an order the compiler picks, and each draws its
+// initial weights from the global generator: fine within one program, but for the same weights from the
+// same seed whichever compiler built it, construct them one per statement (push_back), first to last.
 #pragma once
 #include <memory>
 #include <string>

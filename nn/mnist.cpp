@@ -15,16 +15,18 @@ namespace {
 const char* const kFiles[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
                               "t10k-labels-idx1-ubyte"};
 
-bool is_file(const std::string& path) {
+// Anything at `path`: a file, or a folder or FIFO in its place (which read_idx then names as such, rather
+// than this search calling the file missing).
+bool exists(const std::string& path) {
   struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 // dir/name.gz if present, else dir/name if present, else "".
 std::string locate(const std::string& dir, const std::string& name) {
   const std::string base = dir + "/" + name;
-  if (is_file(base + ".gz")) return base + ".gz";
-  if (is_file(base)) return base;
+  if (exists(base + ".gz")) return base + ".gz";
+  if (exists(base)) return base;
   return "";
 }
 

@@ -17,7 +17,8 @@ constexpr double kMnistMean = 0.1307, kMnistStd = 0.3081;
 
 // The directory holding the four files: `data_flag` when given (an error if the files are not there),
 // else the first of $MINIDL_DATA/mnist, data/mnist, ../shared/data/mnist (relative to the working
-// directory) that has them. The error lists every place it looked and says to run `make data`.
+// directory) that has them. The error lists every place it looked and says to run `make data`. A folder or
+// FIFO in place of a file counts as present, so that reading it says what it is rather than "missing".
 std::string find_mnist_dir(const std::string& data_flag);
 
 // The candidate directories in search order (for messages and tests).

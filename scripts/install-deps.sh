@@ -13,6 +13,8 @@ packages=(
   libcli11-dev                      # command-line parsing
   nlohmann-json3-dev                # JSON (metrics files)
   catch2                            # tests
+  clang libomp-dev                  # `make test-clang` (clang's OpenMP runtime) and `make fuzz`
+  libclang-rt-dev                   # clang's sanitizer and libFuzzer runtimes (`make fuzz`)
   openmpi-bin libopenmpi-dev        # minidl::dist: mpirun and MPI for multi-process training (--distributed)
 )
 

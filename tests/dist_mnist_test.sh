@@ -8,8 +8,9 @@
 #   one    mnist train                          (plain, one process)
 #   lone   mpirun -np 1 mnist train --distributed  must give the very same numbers as `one`
 #   two    mpirun -np 2 mnist train --distributed  must give the same losses to float tolerance (relative
-#          1e-5; only the order of the sums differs) and the same accuracies; its checkpoint, saved by
-#          rank 0, must evaluate to its own final test loss.
+#          1e-5; only the order of the sums differs) and the same accuracies give or take one image (an
+#          image the model is undecided about may tip either way with that order: 1/371 for training,
+#          1/100 for test); its checkpoint, saved by rank 0, must evaluate to its own final test loss.
 # Then the start-up checks: a world size that does not divide --batch, ranks given different flags, and a
 # --save folder that does not exist (checked by rank 0 alone) must fail on every rank with a clear message.
 # Last, a diverging job (--lr 1e38, 93 steps per epoch: the ranks agree at step 64): every rank must exit
@@ -43,10 +44,12 @@ bash "$here/mpirun.sh" 2 "$bin" "${flags[@]}" --distributed --metrics "$dir/two.
   >"$dir/two.log" 2>&1 || fail "the 2-process run"
 grep -q "distributed: 2 processes, mpi backend" "$dir/two.log" || fail "the 2-process run did not say it is one"
 
-# compare A.jsonl B.jsonl RTOL: per epoch, train/test loss within RTOL (relative), accuracies within 1e-9.
+# compare A.jsonl B.jsonl RTOL IMAGES: per epoch, train/test loss within RTOL (relative), accuracies
+# within IMAGES images (of 371 training and 100 test images).
 compare() {
   perl -e '
-    my ($a, $b, $rtol) = @ARGV;
+    my ($a, $b, $rtol, $images) = @ARGV;
+    my %count = (train_accuracy => 371, test_accuracy => 100);
     sub read_lines { open(my $f, "<", $_[0]) or die "$_[0]: $!\n"; my @r = <$f>; return @r; }
     my @x = read_lines($a); my @y = read_lines($b);
     die "$a has " . scalar(@x) . " epochs, $b " . scalar(@y) . "\n" unless @x == @y && @x == 2;
@@ -54,16 +57,16 @@ compare() {
       for my $key (qw(train_loss test_loss train_accuracy test_accuracy)) {
         my ($u) = $x[$e] =~ /"$key":([-0-9.eE+]+)/; my ($v) = $y[$e] =~ /"$key":([-0-9.eE+]+)/;
         die "epoch " . ($e + 1) . ": no $key\n" unless defined $u && defined $v;
-        my $tol = $key =~ /loss/ ? $rtol * abs($v) : 1e-9;
+        my $tol = $key =~ /loss/ ? $rtol * abs($v) : $images / $count{$key} + 1e-9;
         printf "epoch %d %-15s %.9f  %.9f  (difference %.3g)\n", $e + 1, $key, $u, $v, abs($u - $v);
         die "epoch " . ($e + 1) . ": $key differs beyond the tolerance\n" if abs($u - $v) > $tol;
       }
-    }' "$1" "$2" "$3"
+    }' "$1" "$2" "$3" "$4"
 }
 echo "== one process (plain) vs mpirun -np 1 --distributed: identical"
-compare "$dir/lone.jsonl" "$dir/one.jsonl" 0 || fail "one process with --distributed differs from without"
+compare "$dir/lone.jsonl" "$dir/one.jsonl" 0 0 || fail "one process with --distributed differs from without"
 echo "== mpirun -np 2 --distributed vs one process, same global batch 64 and seed"
-compare "$dir/two.jsonl" "$dir/one.jsonl" 1e-5 || fail "two processes do not train like one"
+compare "$dir/two.jsonl" "$dir/one.jsonl" 1e-5 1 || fail "two processes do not train like one"
 
 # The checkpoint rank 0 saved holds the trained weights: evaluating it gives the run's final test loss.
 "$bin" eval --model "$dir/two.ckpt" --data "$dir/data" --device cpu >"$dir/eval.log" 2>&1 || fail "mnist eval"

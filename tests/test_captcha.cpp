@@ -267,3 +267,45 @@ TEST_CASE("captcha folder: labels.csv, bad files, empty labels and empty folders
   CHECK(label_from_file_name("K2M8.jpeg") == "K2M8");
   CHECK(label_from_file_name("A_B_C.png") == "A");
 }
+
+TEST_CASE("captcha folder: skipped entries and an inferred charset or length are reported", "[captcha][data]") {
+  TempDir dir("warn");
+  const Image img = render_captcha("AB12", CaptchaOptions(), 2, 0);
+  save_png(dir.file("AB12_0.png"), img);
+  save_png(dir.file("AB21_1.png"), img);
+  save_png(dir.file("ABx12_2.png"), img);  // a mislabelled file: a lower-case x, and 5 characters
+  write_text_file(dir.file("notes.txt"), "not a captcha");
+  fs::create_directories(dir.path / "subfolder.png");
+  CaptchaFolderOptions opt;
+  CaptchaDataset d = load_captcha_folder(dir.path.string(), opt);
+  CHECK(d.labels.size() == 3);
+  REQUIRE(d.skipped.size() == 2);
+  CHECK(fs::path(d.skipped[1]).filename() == "subfolder.png");
+  REQUIRE(d.warnings.size() == 3);
+  CHECK_THAT(d.warnings[0], Catch::Contains("skipped 2 entries (not image files: .png, .jpg, .jpeg, .bmp): notes.txt, "
+                                            "subfolder.png"));
+  CHECK_THAT(d.warnings[1], Catch::Contains("the charset was inferred from the labels: 5 characters; the rarest: 'x' "
+                                            "in 1 label (" + dir.file("ABx12_2.png") + ")"));
+  CHECK_THAT(d.warnings[2], Catch::Contains("the labels have 2 different lengths: 4 in 2 labels (") &&
+                                Catch::Contains("5 in 1 label (" + dir.file("ABx12_2.png") + ")"));
+  // Given a charset and a length, the mislabelled file is an error; without it, nothing to warn about.
+  opt.charset = "0123456789AB";
+  opt.length = 4;
+  CHECK_THROWS_WITH(load_captcha_folder(dir.path.string(), opt), Catch::Contains("ABx12_2.png' has 'x'"));
+  fs::remove(dir.file("ABx12_2.png"));
+  fs::remove(dir.file("notes.txt"));
+  fs::remove(dir.path / "subfolder.png");
+  CHECK(load_captcha_folder(dir.path.string(), opt).warnings.empty());
+  // A given charset must be a set of printable characters.
+  opt.charset = "0123456789ABA";
+  CHECK_THROWS_WITH(load_captcha_folder(dir.path.string(), opt), Catch::Contains("has a character that is not printable "
+                                                                                  "ASCII or appears twice"));
+
+  // With labels.csv, images it does not list are skipped too (and said so).
+  write_text_file(dir.file("labels.csv"), "AB12_0.png,AB12\n");
+  d = load_captcha_folder(dir.path.string(), CaptchaFolderOptions());
+  CHECK(d.labels == std::vector<std::string>{"AB12"});
+  REQUIRE(d.skipped.size() == 1);
+  CHECK(fs::path(d.skipped[0]).filename() == "AB21_1.png");
+  CHECK_THAT(d.warnings[0], Catch::Contains("skipped 1 entry (not image files, or not listed in labels.csv): AB21_1.png"));
+}

@@ -91,7 +91,7 @@ TEST_CASE("generated captchas as a dataset: deterministic batches, padded target
   CHECK_THROWS_WITH(one_thread.get_batch({10}), Catch::Contains("index 10 outside [0, 10)"));
 }
 
-TEST_CASE("captcha e2e: a small recognizer learns 2-character captchas; first losses pinned", "[captcha_model][e2e]") {
+TEST_CASE("captcha e2e: a small recognizer learns 2-character captchas, first losses pinned", "[captcha_model][e2e]") {
   // 2 characters of "ABCD" at 64x32; four one-conv blocks (8, 16, 32, 32 channels) leave 8 time steps;
   // a 1-layer bidirectional GRU of 32 units. Adam at 1e-2 (a small CTC model sits on the all-blank
   // plateau for a while at lower rates), batches of 32, no dropout.

@@ -1,6 +1,7 @@
 // tests/test_checkpoint.cpp — the checkpoint file: round trips (tensors of every dtype, metadata, a
 // model with its optimizer state) and every way a file can be wrong: magic, version, truncation, a
-// flipped byte, crafted sizes; plus atomic saving (a failed save leaves the old file intact).
+// flipped byte, crafted sizes; a model or optimizer state that does not fit (another kind of model, other
+// dtypes), strict metadata values; plus atomic saving (a failed save leaves the old file intact).
 #include <dirent.h>
 #include <stdlib.h>
 #include <zlib.h>
@@ -8,7 +9,9 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cmath>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -267,4 +270,112 @@ TEST_CASE("checkpoint: a failed save leaves the previous file intact", "[checkpo
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{"adir", "model.ckpt"});
   CHECK(read_checkpoint(path).metadata.at("model") == "tiny");
+}
+
+TEST_CASE("checkpoint: a tensor of another dtype than the model's is refused, not converted", "[checkpoint]") {
+  TempDir dir;
+  TinyNet net;
+  save_checkpoint(dir.file("m.ckpt"), net, nullptr);
+  Checkpoint ck = read_checkpoint(dir.file("m.ckpt"));
+  for (auto& [name, t] : ck.tensors)
+    if (name == "model/bias") t = from_vector({3, 4}, {2}, DType::int32);  // float32 in the model
+  write_checkpoint(dir.file("int32.ckpt"), ck);
+  TinyNet into;
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("int32.ckpt"), into),
+                    Catch::Contains("int32.ckpt") && Catch::Contains("dtype mismatch: bias (expected float32, got int32)"));
+  CHECK(into.bias.to_vector<float>() == std::vector<float>{0.5f, -0.5f});  // nothing was copied
+}
+
+TEST_CASE("checkpoint: another kind of model is one line, a partial misfit lists a few names", "[checkpoint]") {
+  TempDir dir;
+  Checkpoint other;
+  other.metadata["model"] = "mnist_cnn";
+  for (int i = 0; i < 40; ++i) other.tensors.emplace_back(str_cat("model/layer", i, ".weight"), zeros({2}));
+  write_checkpoint(dir.file("other.ckpt"), other);
+  TinyNet net;
+  std::string message;
+  try {
+    load_checkpoint(dir.file("other.ckpt"), net);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK_THAT(message, Catch::Contains("holds another kind of model ('mnist_cnn'), not a TinyNet: none of its 40 model "
+                                      "tensors (layer0.weight, layer1.weight and 38 more) is one of this model's 3"));
+  CHECK(message.find("layer20") == std::string::npos);  // not a wall of names
+
+  // One name shared: a misfit, listed briefly.
+  other.tensors.emplace_back("model/weight", zeros({2, 3}));
+  write_checkpoint(dir.file("partial.ckpt"), other);
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("partial.ckpt"), net),
+                    Catch::Contains("does not fit this TinyNet; missing: bias, running; unexpected: layer0.weight, "
+                                    "layer1.weight, layer2.weight and 37 more"));
+}
+
+TEST_CASE("checkpoint: optimizer entries must have the documented dtypes and sane values", "[checkpoint]") {
+  TempDir dir;
+  TinyNet net;
+  Adam adam(net.parameters(), AdamOptions{});
+  give_gradients(net, 1);
+  adam.step();
+  save_checkpoint(dir.file("m.ckpt"), net, &adam);
+  const Checkpoint good = read_checkpoint(dir.file("m.ckpt"));
+  auto with = [&](const std::string& name, const Tensor& value) {
+    Checkpoint ck = good;
+    for (auto& [n, t] : ck.tensors)
+      if (n == name) t = value;
+    write_checkpoint(dir.file("x.ckpt"), ck);
+  };
+  TinyNet net2;
+  Adam adam2(net2.parameters(), AdamOptions{});
+  with("optimizer/step", from_vector({1.5}, {1}, DType::float64));
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("x.ckpt"), net2, &adam2), Catch::Contains("step is float64 [1], not int64 [1]"));
+  with("optimizer/step", from_vector({-3}, {1}, DType::int64));
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("x.ckpt"), net2, &adam2), Catch::Contains("step is -3"));
+  with("optimizer/lr", from_vector({std::nan("")}, {1}, DType::float64));
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("x.ckpt"), net2, &adam2), Catch::Contains("lr is nan"));
+  with("optimizer/param.0.exp_avg", from_vector({1, 2, 3, 4, 5, 6}, {2, 3}, DType::int32));
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("x.ckpt"), net2, &adam2),
+                    Catch::Contains("the Adam state does not fit: param.0.exp_avg is int32 [2,3], not float32 [2,3]"));
+  Checkpoint extra = good;
+  extra.tensors.emplace_back("optimizer/param.7.exp_avg", zeros({2}));
+  write_checkpoint(dir.file("x.ckpt"), extra);
+  CHECK_THROWS_WITH(load_checkpoint(dir.file("x.ckpt"), net2, &adam2),
+                    Catch::Contains("param.7.exp_avg is for no parameter (the optimizer has 2)"));
+  CHECK(adam2.step_count() == 0);  // nothing was restored
+  CHECK_NOTHROW(load_checkpoint(dir.file("m.ckpt"), net2, &adam2));
+  CHECK(adam2.step_count() == 1);
+}
+
+TEST_CASE("checkpoint: parse_checkpoint reads bytes as read_checkpoint reads the file", "[checkpoint]") {
+  TempDir dir;
+  write_checkpoint(dir.file("a.ckpt"), sample_checkpoint());
+  const std::vector<uint8_t> bytes = read_bytes(dir.file("a.ckpt"));
+  CHECK(parse_checkpoint(bytes, "mem").metadata == sample_checkpoint().metadata);
+  CHECK_THROWS_WITH(parse_checkpoint({}, "mem"), Catch::Contains("checkpoint 'mem': not a minidl checkpoint"));
+  CHECK_THROWS_WITH(parse_checkpoint(std::vector<uint8_t>(bytes.begin(), bytes.end() - 1), "mem"),
+                    Catch::Contains("truncated"));
+  // A folder in place of the file is named, not read.
+  std::system(("mkdir '" + dir.file("folder.ckpt") + "'").c_str());
+  CHECK_THROWS_WITH(read_checkpoint(dir.file("folder.ckpt")), Catch::Contains("folder.ckpt' is a directory, not a file"));
+  CHECK_THROWS_WITH(read_checkpoint(dir.file("missing.ckpt")), Catch::Contains("No such file or directory"));
+}
+
+TEST_CASE("checkpoint metadata: whole numbers only, within range, one line naming file and key", "[checkpoint]") {
+  const std::map<std::string, std::string> m = {{"n", "64"},    {"neg", "-3"},  {"junk", "64abc"}, {"space", " 64"},
+                                                {"plus", "+64"}, {"big", "99999999999999999999"},   {"empty", ""},
+                                                {"p", "0.25"},  {"inf", "inf"}, {"hex", "0x10"},   {"e", "1e-3"}};
+  CHECK(metadata_int(m, "n", 1, 100, "a.ckpt") == 64);
+  CHECK(metadata_int(m, "neg", -5, 0, "a.ckpt") == -3);
+  for (const char* bad : {"junk", "space", "plus", "big", "empty"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(metadata_int(m, bad, 1, 100, "a.ckpt"),
+                      Catch::StartsWith("checkpoint 'a.ckpt': metadata ") && Catch::Contains("is not a whole number"));
+  }
+  CHECK_THROWS_WITH(metadata_int(m, "n", 1, 16, "a.ckpt"), Catch::Contains("metadata n = 64 is outside 1..16"));
+  CHECK_THROWS_WITH(metadata_int(m, "absent", 1, 16, "a.ckpt"), Catch::Contains("has no 'absent' in its metadata"));
+  CHECK(metadata_real(m, "p", 0, 1, "a.ckpt") == 0.25);
+  CHECK(metadata_real(m, "e", 0, 1, "a.ckpt") == 1e-3);
+  CHECK_THROWS_WITH(metadata_real(m, "inf", 0, 1, "a.ckpt"), Catch::Contains("metadata inf = 'inf' is not a number"));
+  CHECK_THROWS_WITH(metadata_real(m, "hex", 0, 100, "a.ckpt"), Catch::Contains("is not a number"));
+  CHECK_THROWS_WITH(metadata_real(m, "n", 0, 1, "a.ckpt"), Catch::Contains("metadata n = 64 is outside 0..1"));
 }

@@ -127,7 +127,7 @@ TEST_CASE("checkpoint save: a symbolic link's target is replaced and the link st
   CHECK(prepare_checkpoint_path(dir.file("link2.ckpt")).target == dir.file("real/model.ckpt"));
 }
 
-TEST_CASE("checkpoint save: an existing file keeps its permissions; a new one follows the umask",
+TEST_CASE("checkpoint save: an existing file keeps its permissions, a new one follows the umask",
           "[checkpoint_save]") {
   TempDir dir;
   const std::string path = dir.file("model.ckpt");

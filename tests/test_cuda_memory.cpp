@@ -25,7 +25,7 @@ const Device kGpu = Device::cuda(0);
 
 }  // namespace
 
-TEST_CASE("cuda memory: more than the GPU has fails with the numbers, after releasing the cache; the program "
+TEST_CASE("cuda memory: more than the GPU has fails with the numbers, after releasing the cache, the program "
           "carries on",
           "[cuda]") {
   if (!have_gpu()) return;
@@ -61,7 +61,7 @@ TEST_CASE("cuda memory: more than the GPU has fails with the numbers, after rele
   CHECK(sum(x).item<double>() == 2000);
 }
 
-TEST_CASE("cuda memory: over the memory limit, the typed error has the limit; raising it lets the program "
+TEST_CASE("cuda memory: over the memory limit, the typed error has the limit, raising it lets the program "
           "continue",
           "[cuda]") {
   if (!have_gpu()) return;

@@ -1,15 +1,20 @@
 // tests/test_idx.cpp — the IDX reader on fixture files written here: plain and gzip, truncated, wrong
-// magic, unsupported type, extra bytes, and image/label count mismatch.
+// magic, unsupported type, extra bytes, image/label count mismatch, a folder or FIFO in place of a file,
+// and whatever follows a gzip stream.
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nn/idx.h"
+#include "nn/mnist.h"
 
 using namespace minidl;
 
@@ -136,4 +141,77 @@ TEST_CASE("idx: image and label counts must match", "[idx]") {
                     Catch::Contains("'images.idx' has 5 images but 'labels.idx' has 4 labels"));
   write_raw(dir.file("labels5.idx"), idx_bytes({5}));
   CHECK_NOTHROW(check_idx_counts_match(images, "images.idx", read_idx(dir.file("labels5.idx")), "labels5.idx"));
+}
+
+TEST_CASE("idx: a folder or a FIFO in place of the file is named as such, not read", "[idx]") {
+  TempDir dir;
+  REQUIRE(::mkdir(dir.file("folder.idx").c_str(), 0755) == 0);
+  CHECK_THROWS_WITH(read_idx(dir.file("folder.idx")), Catch::Contains("folder.idx' is a directory, not a file"));
+
+  // A FIFO: reading it would block. A writer thread stands by with a valid IDX file, so a reader that
+  // opens the FIFO gets data rather than hanging the test; the reader must refuse before opening.
+  const std::string fifo = dir.file("pipe.idx");
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  std::thread writer([&] {
+    const int fd = ::open(fifo.c_str(), O_WRONLY);
+    if (fd < 0) return;
+    const std::vector<uint8_t> bytes = idx_bytes({4});
+    const ssize_t ignored = ::write(fd, bytes.data(), bytes.size());
+    (void)ignored;
+    ::close(fd);
+  });
+  CHECK_THROWS_WITH(read_idx(fifo), Catch::Contains("pipe.idx' is a FIFO (named pipe), not a file"));
+  const int unblock = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // lets the writer's open return
+  writer.join();
+  ::close(unblock);
+
+  // A missing file says why, in the system's words.
+  CHECK_THROWS_WITH(read_idx(dir.file("nope.idx")), Catch::Contains("cannot open") &&
+                                                        Catch::Contains("No such file or directory"));
+}
+
+TEST_CASE("mnist: a folder in place of one of the four files is reported as a folder, not as missing", "[idx]") {
+  TempDir dir;
+  write_raw(dir.file("t10k-images-idx3-ubyte"), idx_bytes({2, 28, 28}));
+  REQUIRE(::mkdir(dir.file("t10k-labels-idx1-ubyte").c_str(), 0755) == 0);
+  write_raw(dir.file("train-images-idx3-ubyte"), idx_bytes({2, 28, 28}));
+  write_raw(dir.file("train-labels-idx1-ubyte"), idx_bytes({2}));
+  CHECK_THROWS_WITH(load_mnist(find_mnist_dir(dir.path), /*train=*/false),
+                    Catch::Contains("t10k-labels-idx1-ubyte' is a directory, not a file"));
+}
+
+TEST_CASE("idx: after a gzip stream only another gzip member may follow", "[idx]") {
+  TempDir dir;
+  const std::vector<uint8_t> bytes = idx_bytes({3, 2});
+  write_gzip(dir.file("a.idx.gz"), bytes);
+  const std::vector<uint8_t> gz = read_raw(dir.file("a.idx.gz"));
+
+  std::vector<uint8_t> junk = gz;
+  for (char c : std::string("JUNKJUNK")) junk.push_back(static_cast<uint8_t>(c));
+  write_raw(dir.file("junk.idx.gz"), junk);
+  CHECK_THROWS_WITH(read_idx(dir.file("junk.idx.gz")),
+                    Catch::Contains("junk.idx.gz") && Catch::Contains("8 bytes after the end of the gzip stream"));
+  std::vector<uint8_t> one = gz;
+  one.push_back(0);
+  write_raw(dir.file("one.idx.gz"), one);
+  CHECK_THROWS_WITH(read_idx(dir.file("one.idx.gz")), Catch::Contains("1 bytes after the end of the gzip stream"));
+
+  // Cut inside the 8-byte trailer: every data byte is there, but the stream is not whole.
+  write_raw(dir.file("cut.idx.gz"), std::vector<uint8_t>(gz.begin(), gz.end() - 3));
+  CHECK_THROWS_WITH(read_idx(dir.file("cut.idx.gz")), Catch::Contains("ends before its trailer"));
+
+  // Two members back to back are one stream (gzip's own rule): the data is their concatenation.
+  write_gzip(dir.file("head.gz"), std::vector<uint8_t>(bytes.begin(), bytes.begin() + 7));
+  write_gzip(dir.file("tail.gz"), std::vector<uint8_t>(bytes.begin() + 7, bytes.end()));
+  std::vector<uint8_t> two = read_raw(dir.file("head.gz"));
+  const std::vector<uint8_t> tail = read_raw(dir.file("tail.gz"));
+  two.insert(two.end(), tail.begin(), tail.end());
+  write_raw(dir.file("two.idx.gz"), two);
+  const IdxArray a = read_idx(dir.file("two.idx.gz"));
+  CHECK(a.dims == std::vector<int64_t>{3, 2});
+  CHECK(a.data == std::vector<uint8_t>(bytes.begin() + 12, bytes.end()));
+
+  // The same reader over memory.
+  CHECK(read_idx_bytes(gz.data(), gz.size(), "mem").data == a.data);
+  CHECK_THROWS_WITH(read_idx_bytes(junk.data(), junk.size(), "mem"), Catch::Contains("idx: 'mem' (gzip)"));
 }

@@ -163,6 +163,14 @@ TEST_CASE("image csv: every kind of malformed file is an error naming the file a
   CHECK_THAT(error_of(dir, kLabelled + "1,2,3,4,5\n\n1,2,3,4,5\n"),
              StartsWith(bad + ":3: an empty line, with rows after it (line 4)"));
 
+  // What a message quotes: at most 24 characters, printable (a PNG given as CSV, a tab, a long field).
+  CHECK_THAT(error_of(dir, std::string("\x89PNG\r\n\x1a\n\0\0", 10)),
+             StartsWith(bad + ":1: the header starts with '?PNG'; expected"));
+  CHECK_THAT(error_of(dir, kLabelled + "1,2,\t3,4,5\n"),
+             StartsWith(bad + ":2: column 3 (pixel1): '?3' is not a whole number"));
+  CHECK_THAT(error_of(dir, kLabelled + "1,2,3,4,abcdefghijklmnopqrstuvwxyz\n"),
+             StartsWith(bad + ":2: column 5 (pixel3): 'abcdefghijklmnopqrstu...' is not a whole number"));
+
   // Not a file at all.
   CHECK_THROWS_WITH(read_image_csv(dir.path + "/missing.csv"),
                     StartsWith(dir.path + "/missing.csv: cannot open: No such file or directory"));

@@ -45,7 +45,7 @@ double accuracy(Module& model, const TensorDataset& data) {
 
 }  // namespace
 
-TEST_CASE("e2e: a small CNN learns a synthetic 10-class task; first losses pinned", "[e2e]") {
+TEST_CASE("e2e: a small CNN learns a synthetic 10-class task, first losses pinned", "[e2e]") {
   manual_seed(2024);
   // Class patterns: +-1 per pixel.
   std::vector<float> patterns = rand({kClasses, kSide, kSide}).to_vector<float>();
@@ -53,8 +53,18 @@ TEST_CASE("e2e: a small CNN learns a synthetic 10-class task; first losses pinne
   auto train_set = synthetic(patterns, 1000);
   auto test_set = synthetic(patterns, 500);
 
-  Sequential model(Conv2d(1, 8, 3), ReLU(), MaxPool2d(2), Dropout(0.1), Flatten(),  // [N, 8 * 5 * 5]
-                   Linear(200, 32), ReLU(), Linear(32, kClasses));
+  // One layer per statement: each layer draws its initial weights from the global generator when it is
+  // constructed, and the arguments of one call are constructed in an order the compiler picks (g++ went
+  // right to left, clang++ left to right: other weights, other losses).
+  Sequential model;
+  model.push_back(std::make_shared<Conv2d>(1, 8, 3));
+  model.push_back(std::make_shared<ReLU>());
+  model.push_back(std::make_shared<MaxPool2d>(2));
+  model.push_back(std::make_shared<Dropout>(0.1));
+  model.push_back(std::make_shared<Flatten>());  // [N, 8 * 5 * 5]
+  model.push_back(std::make_shared<Linear>(200, 32));
+  model.push_back(std::make_shared<ReLU>());
+  model.push_back(std::make_shared<Linear>(32, kClasses));
   AdamOptions o;
   o.lr = 3e-3;
   Adam adam(model.parameters(), o);
@@ -85,12 +95,12 @@ TEST_CASE("e2e: a small CNN learns a synthetic 10-class task; first losses pinne
   // Pinned: computed once with this seed and the naive-or-default CPU kernels, kept with a tolerance
   // that allows for a different summation order in a faster kernel but not for a change of behaviour
   // (initialisation, RNG streams, shuffling, dropout, the loss or the update rule).
-  CHECK(losses[0] == Approx(2.3324716091).epsilon(2e-4));
-  CHECK(losses[1] == Approx(2.3769903183).epsilon(2e-4));
-  CHECK(losses[2] == Approx(2.2551321983).epsilon(2e-4));
+  CHECK(losses[0] == Approx(2.3547322750).epsilon(2e-4));
+  CHECK(losses[1] == Approx(2.3999557495).epsilon(2e-4));
+  CHECK(losses[2] == Approx(2.2588841915).epsilon(2e-4));
 
   CHECK(before < 0.2);   // chance is 0.1
-  CHECK(after >= 0.95);  // 0.982 when pinned
+  CHECK(after >= 0.95);  // 0.974 when pinned
   double tail = 0;
   for (size_t i = losses.size() - 20; i < losses.size(); ++i) tail += losses[i] / 20;
   CHECK(tail < 0.2);

@@ -187,7 +187,7 @@ TEST_CASE("nn: BatchNorm uses batch statistics in training and running statistic
   CHECK_THROWS_WITH(bn1(zeros({2, 2, 1, 1})), Catch::Contains("expected input [N, 2]"));
 }
 
-TEST_CASE("nn: gradients reach every parameter; zero_grad clears them", "[nn]") {
+TEST_CASE("nn: gradients reach every parameter, zero_grad clears them", "[nn]") {
   Net net;
   const Tensor y = net(randn({2, 1, 4, 4}));
   sum(y).backward();

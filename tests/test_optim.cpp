@@ -122,7 +122,7 @@ TEST_CASE("optim: Adam and AdamW match hand-computed values and the double-preci
   CHECK(r.item<float>() == Approx(1 - 0.001 - 0.1).epsilon(1e-6));
 }
 
-TEST_CASE("optim: undefined gradients are skipped; a late parameter starts at step 1", "[optim]") {
+TEST_CASE("optim: undefined gradients are skipped, a late parameter starts at step 1", "[optim]") {
   AdamOptions o;
   o.lr = 0.1;
   Tensor a = param({1.0}), b = param({5.0});

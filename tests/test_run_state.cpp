@@ -117,10 +117,26 @@ TEST_CASE("run state: a file of another run, or of no resumable run, is refused"
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
                     Catch::Contains("'epoch_sums' has 3 numbers, this program keeps 2"));
   saved["epoch_sums"] = "1,x";
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2), Catch::Contains("not a list of numbers"));
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
+                    Catch::Contains("not a list of finite numbers"));
+  saved["epoch_sums"] = "1,nan";  // a count read from it becomes an integer: no NaN, no infinity
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
+                    Catch::Contains("'epoch_sums' is '1,nan', not a list of finite numbers"));
+  saved["epoch_sums"] = "1,-inf";
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
+                    Catch::Contains("not a list of finite numbers"));
+  saved["epoch_sums"] = "1,2";
   saved["step"] = "12a";
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
-                    Catch::Contains("'step' is '12a', not a whole number"));
+                    "--resume m.ckpt: 'step' is '12a', not a whole number from 0 to 9223372036854775807");
+  saved["step"] = "-1";
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
+                    Catch::Contains("'step' is '-1', not a whole number from 0"));
+  saved["step"] = "12";
+  saved["random_offset"] = "18446744073709551616";  // 2^64
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, settings, 2),
+                    "--resume m.ckpt: 'random_offset' is '18446744073709551616', not a whole number from 0 to "
+                    "18446744073709551615");
 }
 
 TEST_CASE("run state: positions, flags and the resume command", "[run_state]") {
@@ -264,7 +280,7 @@ volatile std::sig_atomic_t g_raise_on_xfsz = 0;
 extern "C" void raise_on_xfsz(int) { ::raise(g_raise_on_xfsz); }
 }  // namespace
 
-TEST_CASE("run control: a second Ctrl-C ends the process; during the save, the old file stays whole",
+TEST_CASE("run control: a second Ctrl-C ends the process, and during the save, the old file stays whole",
           "[run_state]") {
   char tmpl[] = "/tmp/minidl_test_run_state_XXXXXX";
   const std::string dir = ::mkdtemp(tmpl);

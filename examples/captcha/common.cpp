@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/numerics.h"
 #include "nn/captcha_data.h"
+#include "examples/captcha/model_config.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
 #include "nn/progress.h"
@@ -65,55 +66,19 @@ int thread_count(int flag) {
   return flag > 0 ? flag : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-std::map<std::string, std::string> model_metadata(const ModelConfig& c, const std::string& charset,
-                                                  const std::string& length) {
-  std::string channels;
-  for (int64_t ch : c.channels) channels += (channels.empty() ? "" : ",") + std::to_string(ch);
-  return {{"model", kModelName},
-          {"charset", charset},
-          {"length", length},
-          {"width", std::to_string(c.width)},
-          {"height", std::to_string(c.height)},
-          {"channels", channels},
-          {"convs_per_block", std::to_string(c.convs_per_block)},
-          {"rnn", rnn_kind_name(c.rnn)},
-          {"gru_hidden", std::to_string(c.gru_hidden)},
-          {"gru_layers", std::to_string(c.gru_layers)},
-          {"dropout", std::to_string(c.dropout)}};
+void print_folder_warnings(const CaptchaDataset& data) {
+  std::fflush(stdout);
+  for (const std::string& w : data.warnings) std::fprintf(stderr, "captcha: warning: %s\n", w.c_str());
 }
 
 LoadedModel load_model(const std::string& path, Device device) {
   const Checkpoint file = read_checkpoint(path);
-  const std::map<std::string, std::string> m = with_metadata_defaults(file.metadata);
-  auto field = [&](const char* key) -> const std::string& {
-    auto it = m.find(key);
-    MINIDL_CHECK(it != m.end(), "'", path, "' has no '", key, "' in its metadata; was it saved by `captcha train`?");
-    return it->second;
-  };
-  auto model_name = m.find("model");
-  MINIDL_CHECK(model_name != m.end() && model_name->second == kModelName, "'", path,
-               "' is not a captcha model saved by `captcha train --save` (its model is '",
-               model_name == m.end() ? std::string("unnamed") : model_name->second, "')");
+  SavedModel saved;
   LoadedModel out;
-  out.charset = field("charset");
-  out.length = field("length");
-  out.metadata = m;
-  ModelConfig c;
-  try {
-    c.width = std::stoi(field("width"));
-    c.height = std::stoi(field("height"));
-    c.convs_per_block = std::stoi(field("convs_per_block"));
-    c.gru_hidden = std::stoll(field("gru_hidden"));
-    c.gru_layers = std::stoi(field("gru_layers"));
-    c.dropout = std::stod(field("dropout"));
-  } catch (const std::logic_error&) {
-    throw Error(str_cat("'", path, "' has a malformed model description in its metadata"));
-  }
-  c.channels = parse_channels(field("channels"));
-  c.rnn = parse_rnn_kind(field("rnn"));
-  c.classes = static_cast<int64_t>(out.charset.size()) + 1;
-  out.model = std::make_shared<CaptchaModel>(c);
-  load_checkpoint(path, *out.model);
+  out.model = model_from_checkpoint(file, path, saved);
+  out.charset = saved.charset;
+  out.length = saved.length;
+  out.metadata = with_metadata_defaults(file.metadata);
   // A model holding NaN or infinity reads nonsense: refuse it.
   for (const auto& [name, tensor] : out.model->state_dict()) {
     const NonFinite bad = first_non_finite(tensor);

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "examples/captcha/model.h"
+#include "examples/captcha/model_config.h"
+#include "nn/captcha_data.h"
 #include "nn/data.h"
 #include "nn/optim.h"
 
@@ -37,10 +39,13 @@ minidl::Device choose_device(const std::string& flag);
 // 0 -> one per hardware thread.
 int thread_count(int flag);
 
-// ---- checkpoints: the model configuration, charset and label lengths travel in the metadata, so eval and
-// predict rebuild the model without repeating the training flags.
-std::map<std::string, std::string> model_metadata(const ModelConfig& config, const std::string& charset,
-                                                  const std::string& length);
+// ---- labelled folders: prints the folder's warnings (skipped files, an inferred charset or length) to
+// stderr, "captcha: warning: ...", one line each.
+void print_folder_warnings(const minidl::CaptchaDataset& data);
+
+// ---- checkpoints: the model configuration, charset and label lengths travel in the metadata
+// (model_metadata(), examples/captcha/model_config.h), so eval and predict rebuild the model without
+// repeating the training flags.
 struct LoadedModel {
   std::shared_ptr<CaptchaModel> model;  // on the device, in eval mode
   std::string charset, length;

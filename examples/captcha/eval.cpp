@@ -9,7 +9,7 @@
 //       the text read from each image (resized to the model's input size).
 #include <cstdio>
 #include <memory>
-#include <stdexcept>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -20,6 +20,7 @@
 #include "examples/captcha/common.h"
 #include "examples/flags.h"
 #include "nn/captcha_data.h"
+#include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
 #include "nn/image.h"
 
@@ -56,18 +57,13 @@ int run_eval(const EvalArgs& a) {
     fo.charset = loaded.charset;
     fo.threads = threads;
     const CaptchaDataset folder = load_captcha_folder(a.data, fo);
+    print_folder_warnings(folder);
     data = std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, loaded.charset).targets);
     std::printf("captcha: evaluating on %lld images of %s\n", static_cast<long long>(data->size()), a.data.c_str());
   } else {
     uint64_t seed = a.seed;
-    if (!*a.seed_flag) {
-      auto it = loaded.metadata.find("seed");
-      try {
-        seed = (it == loaded.metadata.end() ? 1 : std::stoull(it->second)) + 2;
-      } catch (const std::logic_error&) {
-        throw Error(str_cat("'", a.model, "' has a malformed seed '", it->second, "' in its metadata; give --seed"));
-      }
-    }
+    if (!*a.seed_flag)
+      seed = (loaded.metadata.count("seed") ? metadata_int(loaded.metadata, "seed", 0, INT64_MAX - 2, a.model) : 1) + 2;
     CaptchaOptions options;
     options.charset = loaded.charset;
     std::tie(options.min_length, options.max_length) = parse_length_range(loaded.length);
@@ -143,7 +139,7 @@ Command add_predict_command(CLI::App& parent) {
   auto a = std::make_shared<PredictArgs>();
   CLI::App* cmd = parent.add_subcommand("predict", "print the text read from each image file");
   cmd->add_option("--model", a->model, "checkpoint saved by `captcha train --save`")->required();
-  cmd->add_option("IMAGE", a->images, "image files (PNG, JPEG, BMP, ...)")->required();
+  cmd->add_option("IMAGE", a->images, "image files (PNG, JPEG or BMP)")->required();
   cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
   return {cmd, [a] { return run_predict(*a); }};

@@ -13,6 +13,7 @@
 // 192x64 input, 36 characters: 3,152,901 parameters with the GRU (the default), 3,416,069 with the LSTM
 // (captcha_break's PyTorch recipe).
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,20 @@ inline std::map<std::string, std::string> with_metadata_defaults(std::map<std::s
   return metadata;
 }
 
+// Limits far above any model this program trains (the default is 192x64, 5 blocks of at most 256
+// channels, a GRU or LSTM of 128 x 2 layers): a larger value in a checkpoint is a corrupt or crafted file, and a
+// flag asking for one is refused before anything is built.
+struct ModelLimits {
+  static constexpr int64_t kMaxSide = 4096;           // width, height
+  static constexpr int64_t kMaxPixels = 1 << 20;      // width x height
+  static constexpr int64_t kMaxBlocks = 12;           // channels.size()
+  static constexpr int64_t kMaxChannels = 4096;       // each block's
+  static constexpr int64_t kMaxConvsPerBlock = 16;
+  static constexpr int64_t kMaxGruHidden = 4096;
+  static constexpr int64_t kMaxGruLayers = 16;
+  static constexpr int64_t kMaxClasses = 1024;
+};
+
 struct ModelConfig {
   int width = 192, height = 64;
   int64_t classes = 37;                                   // charset + 1 (the blank)
@@ -68,13 +83,32 @@ inline std::string rnn_path_shown(const ModelConfig& c, const minidl::Device& de
                                 : minidl::describe_gru_path(c.gru_path, device);
 }
 
+// Throws "captcha model: <setting> <value> is outside <range>" for a configuration beyond ModelLimits, or
+// one whose input is too small for its pooling blocks.
+inline void check_model_config(const ModelConfig& c) {
+  using L = ModelLimits;
+  auto in_range = [](const char* what, int64_t v, int64_t lo, int64_t hi) {
+    MINIDL_CHECK(v >= lo && v <= hi, "captcha model: ", what, " ", v, " is outside ", lo, "..", hi);
+  };
+  in_range("width", c.width, 1, L::kMaxSide);
+  in_range("height", c.height, 1, L::kMaxSide);
+  in_range("width x height", int64_t(c.width) * c.height, 1, L::kMaxPixels);
+  in_range("the number of blocks (channels)", static_cast<int64_t>(c.channels.size()), 1, L::kMaxBlocks);
+  for (int64_t ch : c.channels) in_range("channels", ch, 1, L::kMaxChannels);
+  in_range("convs_per_block", c.convs_per_block, 1, L::kMaxConvsPerBlock);
+  in_range("gru_hidden", c.gru_hidden, 1, L::kMaxGruHidden);
+  in_range("gru_layers", c.gru_layers, 1, L::kMaxGruLayers);
+  in_range("classes", c.classes, 2, L::kMaxClasses);
+  MINIDL_CHECK(c.dropout >= 0 && c.dropout < 1, "captcha model: dropout ", c.dropout, " is outside [0, 1)");
+  MINIDL_CHECK(c.feature_height() >= 1 && c.time_steps() >= 1, "captcha model: a ", c.width, "x", c.height,
+               " input is too small for ", c.channels.size(), " pooling blocks");
+}
+
 class CaptchaModel : public minidl::Module {
  public:
   explicit CaptchaModel(const ModelConfig& c) : config(c) {
     using namespace minidl;
-    MINIDL_CHECK(!c.channels.empty() && c.convs_per_block >= 1 && c.classes >= 2, "captcha model: bad configuration");
-    MINIDL_CHECK(c.feature_height() >= 1 && c.time_steps() >= 1, "captcha model: a ", c.width, "x", c.height,
-                 " input is too small for ", c.channels.size(), " pooling blocks");
+    check_model_config(c);
     cnn = register_module("cnn", std::make_shared<Sequential>());
     int64_t in = 3;
     for (size_t b = 0; b < c.channels.size(); ++b) {

@@ -154,6 +154,7 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
     if (lo == hi) fo.length = lo;
   }
   const CaptchaDataset folder = load_captcha_folder(a.data, fo);
+  print_folder_warnings(folder);
   TrainingData d;
   d.charset = folder.charset;
   size_t shortest = folder.labels[0].size(), longest = 0;
@@ -171,6 +172,7 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
     fo.charset = d.charset;  // validation labels must use the training charset
     fo.length = 0;
     const CaptchaDataset val = load_captcha_folder(a.val_data, fo);
+    print_folder_warnings(val);
     MINIDL_CHECK(infer_charset(val.labels).find_first_not_of(d.charset) == std::string::npos,
                  "--val-data has characters outside the training charset");
     d.validation = folder_dataset(val, d.charset);

@@ -389,7 +389,9 @@ int train(const TrainFlags& f) {
   const examples::Metadata settings = run_settings(f, data, batches, total_steps);
   examples::RunPosition start;
   if (!f.run.resume.empty()) {
-    start = examples::resume_position(f.run.resume, load_checkpoint(f.run.resume, *model, &optimizer), settings,
+    const Checkpoint file = read_checkpoint(f.run.resume);
+    check_checkpoint_model(file, f.run.resume, mnist::kModelName, "`mnist train --save`");  // one line for another model
+    start = examples::resume_position(f.run.resume, load_checkpoint(file, f.run.resume, *model, &optimizer), settings,
                                       RunningStats::kSums);
     if (scheduler) scheduler->set_step(per_batch_schedule ? start.step : start.epoch);
   }
@@ -564,12 +566,9 @@ int train(const TrainFlags& f) {
 // ------------------------------------------------------------------ mnist eval / predict
 
 std::shared_ptr<Sequential> load_model(const std::string& path, Device device) {
+  const Checkpoint file = read_checkpoint(path);
   std::shared_ptr<Sequential> model = mnist::make_model();
-  const auto metadata = load_checkpoint(path, *model);
-  auto it = metadata.find("model");
-  MINIDL_CHECK(it != metadata.end() && it->second == mnist::kModelName, "'", path,
-               "' is not an MNIST model saved by `mnist train --save` (its model is '",
-               it == metadata.end() ? std::string("unnamed") : it->second, "')");
+  mnist::load_model_from(file, path, *model);
   // A model holding NaN or infinity answers nonsense with confidence ("probability nan"): refuse it.
   for (const auto& [name, tensor] : model->state_dict()) {
     const NonFinite bad = first_non_finite(tensor);
@@ -739,7 +738,7 @@ int main(int argc, char** argv) {
   CLI::App* predict_cmd = app.add_subcommand(
       "predict", "print the digit in each image file and its probability, or write a digit for every row of a CSV file");
   predict_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
-  CLI::Option* image_opt = predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG, BMP, ...)");
+  CLI::Option* image_opt = predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG or BMP)");
   CLI::Option* csv_opt = predict_cmd->add_option(
       "--csv", csv, "a CSV file of images in Kaggle's format (test.csv: pixel0,...,pixel783), instead of IMAGE files")
       ->check(non_empty());

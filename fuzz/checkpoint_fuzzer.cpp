@@ -1,0 +1,10 @@
+// fuzz/checkpoint_fuzzer.cpp — libFuzzer target: fuzz/harness.h checkpoint_input (see fuzz/README.md).
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz/harness.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  minidl::fuzz::checkpoint_input(data, size);
+  return 0;
+}
