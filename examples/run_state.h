@@ -69,7 +69,8 @@ std::string exact_number(double x);
 Metadata resumable_metadata(const Metadata& settings, uint64_t seed, const RunPosition& at);
 
 // --resume: given the metadata of the file at `path` (its model and optimizer state already loaded),
-// refuses it when one of `expected`'s settings differs (naming every difference), a key a resume needs is
+// refuses it when one of `expected`'s settings differs or the file has a run.* setting `expected` lacks
+// (naming every difference), a key a resume needs is
 // missing, or a mid-epoch file has not `sums` epoch sums (the program's count); restores the global
 // random stream, and returns where the run continues.
 RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums);
