@@ -93,6 +93,10 @@ RunPosition resume_position(const std::string& path, const Metadata& saved, cons
     const std::string was = it == saved.end() ? "(none)" : shown(it->second);
     differences += str_cat(differences.empty() ? "" : "; ", key, ": saved ", was, ", this run ", value);
   }
+  // A run.* setting the file has and this run has not (one written only when on, like run.weight_decay).
+  for (const auto& [key, value] : saved)
+    if (key.rfind("run.", 0) == 0 && !expected.count(key))
+      differences += str_cat(differences.empty() ? "" : "; ", key, ": saved ", shown(value), ", this run (none)");
   MINIDL_CHECK(differences.empty(), "--resume ", path, ": the saved run had other settings; resume with the same "
                "flags (", differences, ")");
   for (const char* key : {"seed", "epoch", "step", "random_offset"})

@@ -69,11 +69,12 @@ std::string exact_number(double x);
 Metadata resumable_metadata(const Metadata& settings, uint64_t seed, const RunPosition& at);
 
 // --resume: given the metadata of the file at `path` (its model and optimizer state already loaded),
-// refuses it when one of `expected`'s settings differs (naming every difference), a key a resume needs is
-// missing, a number is not plain decimal digits within its type (epoch, step and the rest are never
-// negative; the epoch sums are finite), or a mid-epoch file has not `sums` epoch sums (the program's
-// count); restores the global random stream, and returns where the run continues. Saved values quoted in
-// an error are cut to 40 characters, bytes outside printable ASCII shown as '?'.
+// refuses it when one of `expected`'s settings differs or the file has a run.* setting `expected` lacks
+// (naming every difference), a key a resume needs is missing, a number is not plain decimal digits within
+// its type (epoch, step and the rest are never negative; the epoch sums are finite), or a mid-epoch file
+// has not `sums` epoch sums (the program's count); restores the global random stream, and returns where
+// the run continues. Saved values quoted in an error are cut to 40 characters, bytes outside printable
+// ASCII shown as '?'.
 RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums);
 
 // "in epoch 2 after step 37 of 93, step 130 of the run" or, at an epoch's end, "after epoch 2 (step 186)".

@@ -6,6 +6,13 @@
 // noise dots and a curved stroke in the text colours, and a light 3x3 smoothing. All geometry is mapped
 // back to the glyph bitmap and sampled bilinearly, once, so edges stay smooth.
 //
+// A second style, CaptchaStyle::lined, looks like a different site's captchas (a set to test training on
+// labelled folders with, unlike the default style the model has seen): upright serif or monospace glyphs
+// of one font and one colour per captcha, spaced apart, a sine warp of the whole image, one to three
+// straight strike-through lines across the text, a two-colour gradient background, pixel noise, and in
+// about a third of the images inverted colours (light text on a dark background). See render_lined in
+// nn/captcha_gen.cpp.
+//
 // Everything is a pure function of (seed, index): the n-th captcha of a seed is the same on any machine
 // with the same font, in any thread, in any order. This is what lets background threads render training
 // batches on the fly. Text and image draw from separate random streams, so rendering a given text does
@@ -19,12 +26,18 @@
 
 namespace minidl {
 
+enum class CaptchaStyle { classic, lined };
+// "classic" or "lined" -> the style; throws an Error naming the choices otherwise.
+CaptchaStyle parse_captcha_style(const std::string& name);
+
 struct CaptchaOptions {
   std::string charset = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ";  // printable ASCII, no repeats
   int min_length = 4, max_length = 4;                            // characters per captcha
   int width = 192, height = 64;
-  // TrueType files, one picked at random per character. Empty: find_captcha_font().
+  // TrueType files, one picked at random per character (lined: per captcha). Empty: find_captcha_font()
+  // (classic); DejaVu Serif Bold and DejaVu Sans Mono Bold (lined, find_lined_captcha_fonts()).
   std::vector<std::string> fonts;
+  CaptchaStyle style = CaptchaStyle::classic;
 };
 
 // Throws minidl::Error explaining the first problem with the options.
@@ -34,6 +47,10 @@ void check_captcha_options(const CaptchaOptions& options);
 // DejaVu Sans (Debian's fonts-dejavu-core, installed by `make deps`) and a few other common locations.
 // Throws an Error listing every place it looked.
 std::string find_captcha_font();
+
+// The lined style's default fonts: DejaVu Serif Bold and DejaVu Sans Mono Bold (both in Debian's
+// fonts-dejavu-core), looked up in the folders of find_captcha_font's candidates. Throws naming them.
+std::vector<std::string> find_lined_captcha_fonts();
 
 // A random text: length uniform in [min_length, max_length], characters uniform over the charset.
 std::string random_captcha_text(const CaptchaOptions& options, uint64_t seed, uint64_t index);

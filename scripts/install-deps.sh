@@ -9,7 +9,7 @@ packages=(
   libopenblas-dev                   # CPU GEMM (cblas_sgemm)
   zlib1g-dev                        # gzip'd MNIST files
   libstb-dev                        # stb_image, stb_image_write, stb_truetype (compiled into minidl)
-  fonts-dejavu-core                 # TrueType font for the captcha generator
+  fonts-dejavu-core                 # TrueType fonts for the captcha generator (Sans; Serif, Sans Mono: --style lined)
   libcli11-dev                      # command-line parsing
   nlohmann-json3-dev                # JSON (metrics files)
   catch2                            # tests

@@ -122,6 +122,32 @@ TEST_CASE("optim: Adam and AdamW match hand-computed values and the double-preci
   CHECK(r.item<float>() == Approx(1 - 0.001 - 0.1).epsilon(1e-6));
 }
 
+TEST_CASE("optim: AdamW with weight decay 0 is Adam, bit for bit; with decay, one step is the hand math", "[optim]") {
+  AdamOptions o;
+  o.lr = 0.05;
+  Tensor a = param({1.0, -2.0, 0.25}), b = param({1.0, -2.0, 0.25});
+  Adam adam({a}, o);
+  AdamW adamw({b}, o);  // weight_decay 0
+  const std::vector<std::vector<double>> grads = {{0.5, -1.0, 2.0}, {-0.25, 0.5, 0.0}, {1.0, 1.0, -3.0}};
+  for (const auto& g : grads) {
+    set_grad(a, g);
+    set_grad(b, g);
+    adam.step();
+    adamw.step();
+    REQUIRE(a.to_vector<float>() == b.to_vector<float>());
+  }
+  // One AdamW step by hand with lr 0.01, decay 0.1, p = 2, g = -4: the decay first, p = 2 - 0.01 * 0.1 * 2 =
+  // 1.998; then m^ = g, v^ = g^2 (bias-corrected first step), p -= 0.01 * (-4) / (4 + 1e-8) -> 2.008.
+  AdamOptions w;
+  w.lr = 0.01;
+  w.weight_decay = 0.1;
+  Tensor c = param({2.0});
+  AdamW decayed({c}, w);
+  set_grad(c, {-4.0});
+  decayed.step();
+  CHECK(c.item<float>() == Approx(2.0 - 0.01 * 0.1 * 2.0 + 0.01 * 4.0 / (4.0 + 1e-8)).epsilon(1e-6));
+}
+
 TEST_CASE("optim: undefined gradients are skipped, a late parameter starts at step 1", "[optim]") {
   AdamOptions o;
   o.lr = 0.1;

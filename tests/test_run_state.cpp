@@ -107,6 +107,11 @@ TEST_CASE("run state: a file of another run, or of no resumable run, is refused"
                     "64, this run 32; run.lr: saved 0.001, this run 0.5)");
   other["run.new"] = "x";
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other, 2), Catch::Contains("run.new: saved (none), this run x"));
+  // A setting the file has and this run has not (written only when on): refused too.
+  examples::Metadata decayed = saved;
+  decayed["run.weight_decay"] = "0.01";
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", decayed, settings, 2),
+                    Catch::Contains("run.weight_decay: saved 0.01, this run (none)"));
 
   examples::Metadata plain = settings;  // saved by a run that was not resumable
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", plain, settings, 2),

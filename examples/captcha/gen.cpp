@@ -1,9 +1,10 @@
 // examples/captcha/gen.cpp — `captcha gen`: write labelled captcha PNGs, <LABEL>_<INDEX>.png.
 //
 //   captcha gen --out DIR --count N [--seed S] [--charset S] [--length N|A-B] [--width W --height H]
-//               [--font FILE]... [--threads T] [--dry-run]
+//               [--font FILE]... [--style classic|lined] [--threads T] [--dry-run]
 // Image INDEX of seed S is always the same (nn/captcha_gen.h). --dry-run renders without writing, to
-// measure the generator.
+// measure the generator. --style lined draws another site's look (nn/captcha_gen.h): a set to try
+// training on labelled folders with (docs/captcha.md, "Training on your own captchas").
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -64,6 +65,7 @@ struct GenArgs {
   std::string length = "4";
   int width = 192, height = 64;
   std::vector<std::string> fonts;
+  std::string style = "classic";
   int threads = 0;  // 0: one per hardware thread
   bool dry_run = false;
 };
@@ -75,6 +77,7 @@ int run_gen(const GenArgs& a) {
   options.width = a.width;
   options.height = a.height;
   options.fonts = a.fonts;
+  options.style = parse_captcha_style(a.style);
   check_captcha_options(options);
   // Labels become file names, read back up to the first '_' (nn/captcha_data.h).
   for (char c : std::string("_/\\"))
@@ -127,6 +130,11 @@ Command add_gen_command(CLI::App& parent) {
   cmd->add_option("--height", a->height, "image height")->capture_default_str()->check(examples::at_least(1));
   cmd->add_option("--font", a->fonts,
                   "TrueType font file (repeatable; default: DejaVu Sans Bold, see docs/captcha.md)");
+  cmd->add_option("--style", a->style,
+                  "classic (the default look) or lined (serif/monospace glyphs, sine warp, strike-through lines, "
+                  "a third inverted; default fonts DejaVu Serif Bold and Sans Mono Bold)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"classic", "lined"}));
   cmd->add_option("--threads", a->threads, "worker threads (0: all hardware threads)")
       ->capture_default_str()
       ->check(examples::at_least(0));

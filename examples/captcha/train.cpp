@@ -7,15 +7,26 @@
 //                 [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--save-every N] [--resume FILE]
 //                 [--stop-after-epochs N] [--stop-after-steps N] [--deterministic] [--distributed]
+//                 [--augment LIST | --no-augment] [--augment-strength X] [--weight-decay W]
+//                 [--save-best FILE] [--early-stop N]
 //
 // Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
 // the previous one); an epoch is --epoch-size fresh captchas (captcha i of seed S, never repeated). With
-// --data DIR, the labelled images of DIR (nn/captcha_data.h), shuffled each epoch.
+// --data DIR, the labelled images of DIR (nn/captcha_data.h), shuffled each epoch and augmented on the fly
+// (nn/augment.h: small affine warps, scale, translation, blur, contrast, colour, inversion, noise; sample i
+// of epoch e gets the variant (seed, e, i), so runs and --resume stay exact): --augment LIST chooses the
+// transforms, --augment-strength scales them, --no-augment turns them off. Validation images never are.
 // Validation after every epoch: --val-data DIR; else, for generated training data, --val-count captchas of
 // seed S + 1 (fixed for the run, disjoint from training); else every k-th image of --data, held out.
 // Loss: ctc_loss over all T time steps (zero_infinity: a label no alignment fits adds nothing rather
-// than inf). Adam, by default with a cosine decay of the learning rate to 1% over the whole run.
+// than inf). Adam, by default with a cosine decay of the learning rate to 1% over the whole run; with
+// --weight-decay W > 0, AdamW (decoupled weight decay, nn/optim.h). Default W: 0.01 with --data (a small
+// folder is learnt by heart; 0.01 is AdamW's usual default), 0 for generated captchas (endless data does
+// not overfit, and Adam keeps their runs and files as they were).
+// --save-best FILE also saves the model of the epoch with the best validation whole-captcha accuracy
+// (ties: the lower validation loss; examples/best_checkpoint.h); --early-stop N ends the run after N
+// epochs in a row without a new best. --save keeps saving the last epoch.
 // --save writes the model after every epoch (and every --save-every N steps) with its configuration,
 // charset and label length in the metadata; `captcha eval` tests on seed S + 2 by default. The file also
 // holds what a resumed run needs (examples/run_state.h): the Adam state, the position (epoch, step within
@@ -53,10 +64,12 @@
 #include "core/random.h"
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
+#include "examples/best_checkpoint.h"
 #include "examples/flags.h"
 #include "examples/captcha/common.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
+#include "nn/augment.h"
 #include "nn/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
@@ -79,6 +92,13 @@ struct TrainArgs {
   std::string device = "auto", data, val_data, metrics;
   std::string charset = CaptchaOptions().charset, length = "4", rnn = "gru", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
+  std::string augment = "all", save_best;
+  bool no_augment = false;
+  double augment_strength = 1.0;
+  double weight_decay = -1;  // < 0: not given (0.01 with --data, else 0)
+  int64_t early_stop = 0;
+  CLI::Option* augment_flag = nullptr;
+  CLI::Option* augment_strength_flag = nullptr;
   int64_t steps = 0, epochs = 20, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
   examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
   int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
@@ -99,6 +119,7 @@ struct Shard {
 
 struct TrainingData {
   std::string charset, length, description;
+  std::string augment = "none";  // the transforms applied to training batches (AugmentOptions::describe)
   int max_length = 0;
   int64_t batches_per_epoch = 0;
   std::shared_ptr<Dataset> validation;
@@ -196,7 +217,13 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
                           a.val_data.empty() ? ", held out" : str_cat(" from ", a.val_data), ")");
   const uint64_t seed = a.seed;
   const int64_t batch = a.batch;
-  d.loader = [train, seed, batch, drop_last, shard](int64_t) {
+  AugmentOptions augment = AugmentOptions::parse(a.no_augment ? "none" : a.augment);
+  augment.strength = a.augment_strength;
+  if (augment.strength == 0) augment = AugmentOptions::parse("none");
+  d.augment = augment.describe();
+  if (augment.any() && augment.strength != 1) d.augment += str_cat(" at strength ", a.augment_strength);
+  // Each epoch reads the folder through an AugmentedDataset of that epoch (nn/augment.h).
+  d.loader = [train, seed, batch, drop_last, shard, augment, threads](int64_t epoch) {
     DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.shuffle = true;
@@ -204,7 +231,8 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
     lo.drop_last = drop_last;
     lo.shard_index = shard.index;
     lo.shard_count = shard.count;
-    return DataLoader(train, lo);
+    if (!augment.any()) return DataLoader(train, lo);
+    return DataLoader(std::make_shared<AugmentedDataset>(train, augment, seed, epoch, threads), lo);
   };
   return d;
 }
@@ -265,8 +293,8 @@ class LossLog {
 // The settings that make a run what it is, saved with every epoch ("run.*" metadata) and compared by
 // --resume: a resumed run must be the same run, or its result would be neither run's.
 std::map<std::string, std::string> run_settings(const TrainArgs& a, const TrainingData& data, int64_t epochs,
-                                                int64_t total_steps) {
-  return {{"run.data", data.description},
+                                                int64_t total_steps, double weight_decay) {
+  std::map<std::string, std::string> m = {{"run.data", data.description},
           {"run.batch", std::to_string(a.batch)},
           {"run.batches_per_epoch", std::to_string(data.batches_per_epoch)},
           {"run.epochs", std::to_string(epochs)},
@@ -274,6 +302,10 @@ std::map<std::string, std::string> run_settings(const TrainArgs& a, const Traini
           {"run.lr", examples::exact_number(a.lr)},
           {"run.schedule", a.schedule},
           {"run.seed", std::to_string(a.seed)}};
+  // Only when on, so that files of runs without them (and of older builds) resume as before.
+  if (data.augment != "none") m["run.augment"] = data.augment;
+  if (weight_decay > 0) m["run.weight_decay"] = examples::exact_number(weight_decay);
+  return m;
 }
 
 // A validation result of every rank's part, summed over the ranks.
@@ -297,6 +329,11 @@ int run_train(const TrainArgs& a) {
   set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
   const std::string save_path = a.run.save_path();
   a.run.check();
+  MINIDL_CHECK(!a.data.empty() || (!*a.augment_flag && !*a.augment_strength_flag && !a.no_augment),
+               "--augment, --augment-strength and --no-augment are for --data (generated captchas are new every "
+               "epoch)");
+  MINIDL_CHECK(a.save_best.empty() || a.save_best != save_path, "--save-best must be another file than the one "
+               "--save (or --resume) writes");
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
@@ -316,6 +353,13 @@ int run_train(const TrainArgs& a) {
       dist::run_on_root(check_save_path);
     else
       check_save_path();
+  }
+  if (!a.save_best.empty()) {
+    const auto check_best_path = [&] { prepare_checkpoint_path(a.save_best, "--save-best"); };
+    if (job)
+      dist::run_on_root(check_best_path);
+    else
+      check_best_path();
   }
   const Device device = job ? job->device : choose_device(a.device);
   const int threads = thread_count(a.threads);
@@ -346,9 +390,14 @@ int run_train(const TrainArgs& a) {
                 static_cast<long long>(T), data.max_length, 2 * data.max_length - 1);
   model->to(device);  // before building the optimizer (nn/module.h)
 
+  // Adam, or AdamW (decoupled weight decay) when the decay is positive (nn/optim.h).
   AdamOptions adam_options;
   adam_options.lr = a.lr;
-  Adam optimizer(model->parameters(), adam_options);
+  adam_options.weight_decay = a.weight_decay >= 0 ? a.weight_decay : a.data.empty() ? 0.0 : 0.01;
+  std::unique_ptr<Adam> adam = adam_options.weight_decay > 0
+                                   ? std::make_unique<AdamW>(model->parameters(), adam_options)
+                                   : std::make_unique<Adam>(model->parameters(), adam_options);
+  Adam& optimizer = *adam;
   const int64_t epochs = a.steps > 0 ? (a.steps + data.batches_per_epoch - 1) / data.batches_per_epoch : a.epochs;
   const int64_t total_steps = a.steps > 0 ? a.steps : epochs * data.batches_per_epoch;
   std::unique_ptr<LRScheduler> schedule;
@@ -359,16 +408,18 @@ int run_train(const TrainArgs& a) {
 
   const std::map<std::string, std::string> settings = [&] {
     std::map<std::string, std::string> m = model_metadata(config, data.charset, data.length);
-    for (const auto& kv : run_settings(a, data, epochs, total_steps)) m.insert(kv);
+    for (const auto& kv : run_settings(a, data, epochs, total_steps, adam_options.weight_decay)) m.insert(kv);
     return m;
   }();
   // --resume: the model, Adam's state, the random stream and the position (examples/run_state.h); the
   // schedule follows the step.
   examples::RunPosition start;
+  examples::BestTracker best;  // the best epoch so far (--save-best, --early-stop; examples/best_checkpoint.h)
   if (!a.run.resume.empty()) {
-    start = examples::resume_position(
-        a.run.resume, with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer)), settings,
-        LossLog::kSums);
+    const std::map<std::string, std::string> saved =
+        with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer));
+    start = examples::resume_position(a.run.resume, saved, settings, LossLog::kSums);
+    best.restore(saved);
     if (schedule) schedule->set_step(start.step);
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
@@ -393,17 +444,33 @@ int run_train(const TrainArgs& a) {
               data.description.c_str(), data.charset.c_str(), data.charset.size(), data.length.c_str(), a.width,
               a.height);
   const std::string gru_shown = rnn_path_shown(config, device);
-  std::printf("captcha: model %s, %lld parameters, %lld time steps, %s %s; Adam lr %g (%s); "
+  const std::string decay =
+      adam_options.weight_decay > 0 ? str_cat(", weight decay ", adam_options.weight_decay) : std::string();
+  std::printf("captcha: model %s, %lld parameters, %lld time steps, %s %s; %s lr %g (%s)%s; "
               "%lld epoch(s) of %lld batches of %lld, %lld steps\n",
               kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(T),
-              model->rnn->type_name().c_str(), gru_shown.c_str(),
-              a.lr, a.schedule.c_str(), static_cast<long long>(epochs),
+              model->rnn->type_name().c_str(), gru_shown.c_str(), optimizer.type_name().c_str(),
+              a.lr, a.schedule.c_str(), decay.c_str(), static_cast<long long>(epochs),
               static_cast<long long>(data.batches_per_epoch), static_cast<long long>(a.batch),
               static_cast<long long>(total_steps));
+  if (!a.data.empty())
+    std::printf("captcha: augmentation of training images: %s%s\n", data.augment.c_str(),
+                data.augment == "none" ? "" : " (nn/augment.h)");
+  if (!a.save_best.empty() || a.early_stop > 0)
+    std::printf("captcha: best epoch by validation whole-captcha accuracy%s%s%s\n",
+                a.save_best.empty() ? "" : " saved to ", a.save_best.c_str(),
+                a.early_stop > 0 ? str_cat("; early stop after ", a.early_stop, " epoch(s) without a new best").c_str()
+                                 : "");
   if (!a.run.resume.empty())
     std::printf("captcha: resuming %s %s; saving to %s\n", a.run.resume.c_str(),
                 examples::describe_position(start, data.batches_per_epoch).c_str(), save_path.c_str());
   std::fflush(stdout);
+  if (best.should_stop(start.epoch, a.early_stop)) {
+    std::printf("captcha: %s stopped early already (best epoch %lld, %s; %lld epochs without a new best): "
+                "nothing to do\n", a.run.resume.c_str(), static_cast<long long>(best.best_epoch()),
+                percent(best.best_accuracy()).c_str(), static_cast<long long>(start.epoch - best.best_epoch()));
+    return 0;
+  }
   if (start.epoch >= epochs || start.step >= total_steps) {
     std::printf("captcha: %s already holds the whole run (%s): nothing to do\n", a.run.resume.c_str(),
                 examples::describe_position(start, data.batches_per_epoch).c_str());
@@ -415,18 +482,21 @@ int run_train(const TrainArgs& a) {
   if (!a.run.resume.empty()) guard.saved(start.epoch, start.epoch_step);  // what the file holds already
   // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
   // calls it (rank 0 writes), after the guard has checked what is saved.
-  const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra) {
+  // The best epoch's file (--save-best) is a checkpoint like the others: it evaluates, and resumes.
+  const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra,
+                        const std::string& path) {
     if (root) {
       examples::Metadata meta = examples::resumable_metadata(settings, a.seed, at);
+      for (const auto& [key, value] : best.metadata()) meta[key] = value;
       for (const auto& [key, value] : extra) meta[key] = value;
-      save_checkpoint(save_path, *model, &optimizer, meta);
+      save_checkpoint(path, *model, &optimizer, meta);
       if (at.mid_epoch())
-        std::printf("captcha: saved %s (%s)\n", save_path.c_str(),
+        std::printf("captcha: saved %s (%s)\n", path.c_str(),
                     examples::describe_position(at, data.batches_per_epoch).c_str());
       else
-        std::printf("captcha: saved %s\n", save_path.c_str());
+        std::printf("captcha: saved %s\n", path.c_str());
     }
-    guard.saved(at.epoch, at.epoch_step);  // a later divergence message says what the file holds
+    if (path == save_path) guard.saved(at.epoch, at.epoch_step);  // a later divergence message says what it holds
   };
   int64_t step = start.step;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
@@ -478,7 +548,7 @@ int run_train(const TrainArgs& a) {
         examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics: the ranks' average
           guard.check_model(*model, epoch, step, optimizer.lr());
           guard.agree();
-          if (decision.save) save(at, {});
+          if (decision.save) save(at, {}, save_path);
         });
         if (decision.stop) {
           std::printf("%s\n", control.stop_message(at, data.batches_per_epoch, decision.save).c_str());
@@ -502,12 +572,16 @@ int run_train(const TrainArgs& a) {
     // This invocation's images: a resumed epoch's first steps ran in another one.
     const double images_per_second = static_cast<double>(losses.samples() - samples_before) / train_seconds;
 
-    char summary[320];
+    const bool new_best = best.update(epoch, val.sequence_accuracy, val.loss);
+    const std::string best_shown =
+        new_best ? std::string(" (best)")
+                 : str_cat(" (best ", percent(best.best_accuracy()), " at epoch ", best.best_epoch(), ")");
+    char summary[400];
     std::snprintf(summary, sizeof summary,
-                  "epoch %lld/%lld (step %lld): train loss %.4f | validation loss %.4f, whole-captcha accuracy %s, "
+                  "epoch %lld/%lld (step %lld): train loss %.4f | validation loss %.4f, whole-captcha accuracy %s%s, "
                   "per-character %s | %s, %.0f images/s",
                   static_cast<long long>(epoch), static_cast<long long>(epochs), static_cast<long long>(step),
-                  losses.mean(), val.loss, percent(val.sequence_accuracy).c_str(),
+                  losses.mean(), val.loss, percent(val.sequence_accuracy).c_str(), best_shown.c_str(),
                   percent(val.character_accuracy).c_str(), format_duration(seconds).c_str(), images_per_second);
     progress.finish(summary);
     if (metrics)
@@ -527,16 +601,30 @@ int run_train(const TrainArgs& a) {
                       {"rnn", rnn_kind_name(config.rnn)},
                       {"gru", gru_shown}});
     const examples::RunPosition at{epoch, 0, step, {}};
-    if (!save_path.empty()) save(at, {{"val_accuracy", std::to_string(val.sequence_accuracy)}});
+    const examples::Metadata accuracy{{"val_accuracy", std::to_string(val.sequence_accuracy)}};
+    if (!save_path.empty()) save(at, accuracy, save_path);
+    if (new_best && !a.save_best.empty()) save(at, accuracy, a.save_best);
     std::fflush(stdout);
-    if (control.after_epoch(step, epoch == epochs || step >= total_steps)) {
+    const bool run_done = epoch == epochs || step >= total_steps;
+    const bool stop_early = !run_done && best.should_stop(epoch, a.early_stop);
+    if (control.after_epoch(step, run_done || stop_early)) {
       std::printf("%s\n", control.stop_message(at, data.batches_per_epoch, !save_path.empty()).c_str());
       return control.exit_status();
+    }
+    if (stop_early) {
+      std::printf("captcha: early stop: %lld epochs without a new best (--early-stop %lld)\n",
+                  static_cast<long long>(best.epochs_without_improvement(epoch)),
+                  static_cast<long long>(a.early_stop));
+      break;
     }
   }
   std::printf("final validation: whole-captcha accuracy %s (%lld/%lld), per-character %s\n",
               percent(val.sequence_accuracy).c_str(), static_cast<long long>(val.correct),
               static_cast<long long>(val.count), percent(val.character_accuracy).c_str());
+  if (best.best_epoch() > 0 && (!a.save_best.empty() || a.early_stop > 0))
+    std::printf("best validation: whole-captcha accuracy %s at epoch %lld (validation loss %.4f)%s%s\n",
+                percent(best.best_accuracy()).c_str(), static_cast<long long>(best.best_epoch()), best.best_loss(),
+                a.save_best.empty() ? "" : ", saved in ", a.save_best.c_str());
   return 0;
 }
 
@@ -591,6 +679,27 @@ Command add_train_command(CLI::App& parent) {
   cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the recurrent layer")
       ->capture_default_str()
       ->check(at_least_and_below(0, 1));
+  a->augment_flag =
+      cmd->add_option("--augment", a->augment,
+                      "with --data: the augmentations of training images, all, none, or a list of affine,scale,"
+                      "translate,blur,contrast,colour,invert,noise (nn/augment.h)")
+          ->capture_default_str();
+  CLI::Option* no_augment =
+      cmd->add_flag("--no-augment", a->no_augment, "with --data: train on the images as they are (= --augment none)");
+  no_augment->excludes(a->augment_flag);
+  a->augment_strength_flag =
+      cmd->add_option("--augment-strength", a->augment_strength,
+                      "with --data: scales every augmentation range and probability (0: none)")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 10.0));
+  cmd->add_option("--weight-decay", a->weight_decay,
+                  "decoupled weight decay (AdamW) when > 0; default 0.01 with --data, 0 (Adam) for generated data")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--save-best", a->save_best,
+                  "also save the model of the epoch with the best validation whole-captcha accuracy to FILE")
+      ->check(non_empty());
+  cmd->add_option("--early-stop", a->early_stop, "stop after N epochs in a row without a new best validation accuracy")
+      ->check(at_least(1));
   cmd->add_flag("--deterministic", a->deterministic,
                 "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                 "(the CPU always is, for the same threads)");

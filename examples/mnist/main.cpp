@@ -1,7 +1,7 @@
 // examples/mnist/main.cpp — `mnist`: train, evaluate and use a CNN on MNIST.
 //
 //   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
-//               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE]
+//               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
@@ -210,6 +210,7 @@ struct TrainFlags {
   int epochs = 3;
   int64_t batch = 64, limit = 0;
   double lr = 2e-3;
+  double weight_decay = 0;  // > 0: AdamW (decoupled weight decay)
   double val_split = -1;  // -1: not given (0.1 for a CSV file, 0 for the IDX files)
   uint64_t seed = 1;
   bool deterministic = false;
@@ -327,6 +328,11 @@ examples::Metadata run_settings(const TrainFlags& f, const TrainingData& d, int6
           {"run.schedule", f.schedule},
           {"run.seed", std::to_string(f.seed)}};
 }
+// With --weight-decay, also run.weight_decay (absent without it, so older files resume as before).
+examples::Metadata with_weight_decay(examples::Metadata settings, double weight_decay) {
+  if (weight_decay > 0) settings["run.weight_decay"] = examples::exact_number(weight_decay);
+  return settings;
+}
 
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
@@ -361,7 +367,11 @@ int train(const TrainFlags& f) {
   model->to(device);  // before building the optimizer (nn/module.h)
   AdamOptions adam_options;
   adam_options.lr = f.lr;
-  Adam optimizer(model->parameters(), adam_options);
+  adam_options.weight_decay = f.weight_decay;
+  // Adam, or AdamW when --weight-decay is positive (decoupled weight decay, nn/optim.h).
+  std::unique_ptr<Adam> adam = f.weight_decay > 0 ? std::make_unique<AdamW>(model->parameters(), adam_options)
+                                                  : std::make_unique<Adam>(model->parameters(), adam_options);
+  Adam& optimizer = *adam;
 
   DataLoaderOptions train_options;
   train_options.batch_size = f.batch;
@@ -386,7 +396,7 @@ int train(const TrainFlags& f) {
   const bool per_batch_schedule = f.schedule == "onecycle" || f.schedule == "cosine";
 
   // --resume: the model, Adam's state, the random stream and the position; the schedule follows the step.
-  const examples::Metadata settings = run_settings(f, data, batches, total_steps);
+  const examples::Metadata settings = with_weight_decay(run_settings(f, data, batches, total_steps), f.weight_decay);
   examples::RunPosition start;
   if (!f.run.resume.empty()) {
     const Checkpoint file = read_checkpoint(f.run.resume);
@@ -421,8 +431,10 @@ int train(const TrainFlags& f) {
   // Ctrl-C and SIGTERM from here on stop the run after the current step (examples/run_state.h): before
   // the lines below, which tell a watcher that training starts.
   examples::RunControl control("mnist", f.run, start.step, job.get());
-  std::printf("mnist: model %s, %lld parameters; Adam lr %g (schedule %s); %d epoch(s) of %lld batches of %lld\n",
-              mnist::kModelName, static_cast<long long>(model->parameter_count()), f.lr, f.schedule.c_str(), f.epochs,
+  std::printf("mnist: model %s, %lld parameters; %s lr %g (schedule %s)%s; %d epoch(s) of %lld batches of %lld\n",
+              mnist::kModelName, static_cast<long long>(model->parameter_count()), optimizer.type_name().c_str(), f.lr,
+              f.schedule.c_str(), f.weight_decay > 0 ? str_cat(", weight decay ", f.weight_decay).c_str() : "",
+              f.epochs,
               static_cast<long long>(batches), static_cast<long long>(f.batch));
   if (!f.run.resume.empty())
     std::printf("mnist: resuming %s %s; saving to %s\n", f.run.resume.c_str(),
@@ -702,6 +714,9 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--lr", tf.lr, "Adam learning rate (the peak of the one-cycle schedule)")
       ->capture_default_str()
       ->check(finite_positive());
+  train_cmd->add_option("--weight-decay", tf.weight_decay, "decoupled weight decay (AdamW) when > 0; 0: Adam")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   train_cmd->add_option("--schedule", tf.schedule, "learning-rate schedule")
       ->capture_default_str()
       ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
