@@ -85,7 +85,7 @@ TEST_CASE("augment: the choices are a pure function of (seed, epoch, sample)", "
   CHECK(blurred < 600);
 }
 
-TEST_CASE("augment: strength 0 is the identity; any strength keeps shape and range", "[augment]") {
+TEST_CASE("augment: strength 0 is the identity, any strength keeps shape and range", "[augment]") {
   const int H = 12, W = 20;
   AugmentOptions zero;
   zero.strength = 0;
@@ -114,7 +114,7 @@ TEST_CASE("augment: inversion maps v to 1 - v", "[augment]") {
   for (size_t i = 0; i < img.size(); ++i) REQUIRE(img[i] == 1.0f - before[i]);
 }
 
-TEST_CASE("augment: translation moves a known pixel; the geometry's identity leaves the image", "[augment]") {
+TEST_CASE("augment: translation moves a known pixel, the geometry's identity leaves the image", "[augment]") {
   const int H = 10, W = 16;
   std::vector<float> img(3 * H * W, 0.0f), out(img.size());
   for (int c = 0; c < 3; ++c) img[(static_cast<size_t>(c) * H + 4) * W + 5] = 1.0f;  // a white pixel at (x 5, y 4)

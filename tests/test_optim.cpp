@@ -122,7 +122,7 @@ TEST_CASE("optim: Adam and AdamW match hand-computed values and the double-preci
   CHECK(r.item<float>() == Approx(1 - 0.001 - 0.1).epsilon(1e-6));
 }
 
-TEST_CASE("optim: AdamW with weight decay 0 is Adam, bit for bit; with decay, one step is the hand math", "[optim]") {
+TEST_CASE("optim: AdamW with weight decay 0 is Adam, bit for bit, with decay, one step is the hand math", "[optim]") {
   AdamOptions o;
   o.lr = 0.05;
   Tensor a = param({1.0, -2.0, 0.25}), b = param({1.0, -2.0, 0.25});
