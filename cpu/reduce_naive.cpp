@@ -1,6 +1,8 @@
-// cpu/reduce_naive.cpp — row reductions (sum, max) and gather / its backward, as plain loops.
-// Layouts are in ops/kernel_signatures.h. Accumulation convention: outputs are overwritten (=);
+// cpu/reduce_naive.cpp — row reductions (sum, max), gather / its backward and index_select, as plain
+// loops. Layouts are in ops/kernel_signatures.h. Accumulation convention: outputs are overwritten (=);
 // gather.backward zeroes grad_x first, then adds.
+#include <cstring>
+
 #include "cpu/register.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
@@ -90,6 +92,22 @@ bool scatter_add_naive(const Tensor& grad_out, const Tensor& index, Tensor& grad
   });
 }
 
+// out[o, j, i] = x[o, index[j], i]: each (o, j) is one run of `inner` elements, copied whole (any dtype:
+// the bytes are moved, not interpreted).
+bool index_select_naive(const Tensor& x, const Tensor& index, Tensor& out) {
+  const int64_t outer = x.shape()[0], n = x.shape()[1], inner = x.shape()[2], k = index.shape()[0];
+  const int64_t* idx = index.data<int64_t>();
+  const size_t run_bytes = static_cast<size_t>(inner) * dtype_size(x.dtype());
+  const char* px = static_cast<const char*>(x.raw_data());
+  char* po = static_cast<char*>(out.raw_data());
+  for (int64_t j = 0; j < k; ++j)
+    MINIDL_CHECK(idx[j] >= 0 && idx[j] < n, "index_select: index ", idx[j], " out of range [0, ", n, ")");
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < k; ++j)
+      if (run_bytes > 0) std::memcpy(po + (o * k + j) * run_bytes, px + (o * n + idx[j]) * run_bytes, run_bytes);
+  return true;
+}
+
 }  // namespace
 
 void register_reduce_naive_cpu() {
@@ -102,6 +120,8 @@ void register_reduce_naive_cpu() {
   register_kernel<GatherKernel>("gather", DeviceType::cpu, "naive", 0, "reference: plain loops", gather_naive);
   register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cpu, "naive", 0,
                                     "reference: zero, then add each gradient at its index", scatter_add_naive);
+  register_kernel<IndexSelectKernel>("index_select", DeviceType::cpu, "naive", 0,
+                                     "reference: one memcpy per selected slice", index_select_naive);
 }
 
 }  // namespace minidl

@@ -1,5 +1,6 @@
-// cuda/reduce.cu — row reductions (sum, max) and gather / its backward on the GPU. Layouts are in
-// ops/kernel_signatures.h: x is [rows, cols] contiguous for the reductions, [outer, n, inner] for gather.
+// cuda/reduce.cu — row reductions (sum, max), gather / its backward and index_select on the GPU.
+// Layouts are in ops/kernel_signatures.h: x is [rows, cols] contiguous for the reductions, [outer, n,
+// inner] for gather and index_select.
 // Accumulation convention: outputs are overwritten (=); gather.backward zeroes grad_x, then adds.
 //
 // sum "rows":   out[r] = sum_c x[r, c], accumulated in double (cheap on Hopper, where a memory-bound
@@ -23,6 +24,9 @@
 //                           grad_out[o, j, i] whose index is n': no atomics, the same bits every run, at
 //                           the cost of reading k indices per grad_x element (n times more index reads
 //                           than "direct"). The kernel --deterministic runs.
+// index_select "direct":    one thread per output element, copying its 4 or 8 bytes unchanged (so any
+//                           dtype of that size). An index outside [0, n) cannot throw on the GPU; the
+//                           element becomes all one bits instead (NaN in float32/float64, -1 in int64).
 #include <cmath>
 #include <limits>
 
@@ -272,6 +276,40 @@ bool scatter_add_ordered(const Tensor& grad_out, const Tensor& index, Tensor& gr
   });
 }
 
+// ---------------------------------------------------------------- index_select
+
+// e runs over out = [outer, k, inner]: e = (o * k + j) * inner + i; Word is the element's bit pattern.
+template <class Word>
+__global__ void index_select_kernel(const Word* x, const int64_t* index, Word* out, int64_t total, int64_t n,
+                                    int64_t k, int64_t inner) {
+  for (int64_t e = global_thread_index(); e < total; e += global_thread_count()) {
+    const int64_t i = e % inner, j = e / inner % k, o = e / (k * inner);
+    const int64_t src = index[j];
+    out[e] = (src >= 0 && src < n) ? x[(o * n + src) * inner + i] : static_cast<Word>(~Word(0));
+  }
+}
+
+bool index_select_direct(const Tensor& x, const Tensor& index, Tensor& out) {
+  const int64_t n = x.shape()[1], k = index.shape()[0], inner = x.shape()[2];
+  const int64_t total = out.numel();
+  if (total == 0) return true;
+  cudaStream_t s = cuda::launch_stream(out);
+  const unsigned grid = cuda::grid_for(total, kBlock);
+  if (dtype_size(x.dtype()) == 4) {
+    index_select_kernel<uint32_t><<<grid, kBlock, 0, s>>>(static_cast<const uint32_t*>(x.raw_data()),
+                                                          index.data<int64_t>(), static_cast<uint32_t*>(out.raw_data()),
+                                                          total, n, k, inner);
+  } else if (dtype_size(x.dtype()) == 8) {
+    index_select_kernel<uint64_t><<<grid, kBlock, 0, s>>>(static_cast<const uint64_t*>(x.raw_data()),
+                                                          index.data<int64_t>(), static_cast<uint64_t*>(out.raw_data()),
+                                                          total, n, k, inner);
+  } else {
+    return false;  // no other element size reaches here (the front end allows float32, float64, int64)
+  }
+  MINIDL_LAUNCH_CHECK();
+  return true;
+}
+
 }  // namespace
 
 void register_reduce_cuda() {
@@ -290,6 +328,8 @@ void register_reduce_cuda() {
   register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cuda, "ordered", 5,
                                     "one thread per grad_x element, adds in index order: deterministic",
                                     scatter_add_ordered);
+  register_kernel<IndexSelectKernel>("index_select", DeviceType::cuda, "direct", 10,
+                                     "one thread per output element, its bytes copied", index_select_direct);
 }
 
 }  // namespace minidl

@@ -69,6 +69,22 @@ inline CLI::Validator at_least_and_below(double lo, double hi) {
       "");
 }
 
+// A flag check for targets such as an accuracy: 0 < value <= 1 ("must be a fraction in (0, 1], e.g.
+// 0.99, got 99": a percentage is the likely mistake).
+inline CLI::Validator fraction() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          const double v = std::stod(text);
+          if (v > 0 && v <= 1) return "";
+        } catch (const std::exception&) {
+          return "'" + text + "' is not a number";
+        }
+        return "must be a fraction in (0, 1], e.g. 0.99, got " + text;
+      },
+      "");
+}
+
 // A flag check for file names: `--save ""` would otherwise mean "no file" and silently save nothing.
 inline CLI::Validator non_empty() {
   return CLI::Validator(

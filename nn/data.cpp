@@ -11,6 +11,7 @@
 
 #include "core/philox.h"
 #include "core/random.h"
+#include "ops/ops.h"
 
 namespace minidl {
 
@@ -83,6 +84,11 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderO
   MINIDL_CHECK(options_.shard_count >= 1 && options_.shard_index >= 0 && options_.shard_index < options_.shard_count,
                "DataLoader: shard ", options_.shard_index, " of ", options_.shard_count);
   seed_ = options_.seed ? *options_.seed : current_seed();
+  if (!options_.device.is_cpu())
+    if (const auto* tensors = dynamic_cast<const TensorDataset*>(dataset_.get())) {
+      resident_inputs_ = tensors->inputs().to(options_.device);
+      resident_targets_ = tensors->targets().to(options_.device);
+    }
 }
 
 int64_t DataLoader::num_batches() const {
@@ -124,6 +130,7 @@ DataLoader::Epoch DataLoader::epoch(int64_t e, int64_t first_batch) {
     batches.emplace_back(idx.begin() + start + part.begin, idx.begin() + start + part.end);
     global_sizes.push_back(n);
   }
+  if (resident()) return Epoch(resident_inputs_, resident_targets_, batches, std::move(global_sizes));
   return Epoch(dataset_, std::move(batches), std::move(global_sizes), options_.prefetch);
 }
 
@@ -137,8 +144,21 @@ struct DataLoader::Epoch::Impl {
   std::vector<int64_t> global_sizes;  // Batch::global_size of each batch
   size_t consumed = 0;  // batches handed to the consumer
 
+  // A resident dataset: its tensors on the device, every batch's indices one after the other on the
+  // same device, and where batch k's start in that list.
+  Tensor inputs, targets, device_indices;
+  std::vector<int64_t> first_index;
+
   Batch assemble(size_t k) const {
-    Batch batch = dataset->get_batch(batches[k]);
+    Batch batch;
+    if (inputs.defined()) {
+      const int64_t begin = first_index[k], end = begin + static_cast<int64_t>(batches[k].size());
+      const Tensor picks = device_indices.slice(0, begin, end);
+      batch.inputs = index_select(inputs, 0, picks);
+      batch.targets = index_select(targets, 0, picks);
+    } else {
+      batch = dataset->get_batch(batches[k]);
+    }
     batch.global_size = global_sizes[k];
     return batch;
   }
@@ -193,6 +213,32 @@ DataLoader::Epoch::Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std
   impl_->batches = std::move(batches);
   impl_->global_sizes = std::move(global_sizes);
   if (prefetch && !impl_->batches.empty()) impl_->worker = std::thread([impl = impl_.get()] { impl->produce(); });
+}
+
+DataLoader::Epoch::Epoch(Tensor inputs, Tensor targets, const std::vector<std::vector<int64_t>>& batches,
+                         std::vector<int64_t> global_sizes)
+    : impl_(std::make_unique<Impl>()) {
+  MINIDL_CHECK(global_sizes.size() == batches.size(), "DataLoader::Epoch: ", batches.size(), " batches but ",
+               global_sizes.size(), " global sizes");
+  Impl& s = *impl_;
+  s.batches = batches;
+  s.global_sizes = std::move(global_sizes);
+  int64_t total = 0;
+  for (const std::vector<int64_t>& b : batches) {
+    s.first_index.push_back(total);
+    total += static_cast<int64_t>(b.size());
+  }
+  const int64_t n = inputs.size(0);
+  Tensor host_indices = empty({total}, TensorOptions(DType::int64, Device::cpu()));
+  int64_t* at = host_indices.data<int64_t>();
+  for (const std::vector<int64_t>& b : batches)
+    for (int64_t i : b) {
+      MINIDL_CHECK(i >= 0 && i < n, "DataLoader: sample index ", i, " out of range [0, ", n, ")");
+      *at++ = i;
+    }
+  s.device_indices = host_indices.to(inputs.device());  // the epoch's one copy from the host
+  s.inputs = std::move(inputs);
+  s.targets = std::move(targets);
 }
 
 DataLoader::Epoch::~Epoch() = default;

@@ -16,6 +16,15 @@
 // exception thrown while assembling a batch is re-thrown to the consumer at that batch; leaving the loop
 // early (break, exception) stops and joins the worker.
 //
+// Data resident on the GPU (options.device = a GPU, with a TensorDataset): the loader copies the whole
+// dataset to that GPU once, at construction, and assembles every batch there: each epoch's order goes up
+// once (one int64 per sample), and batch b is index_select(inputs, 0, order[b*B .. b*B+B)) on the
+// device, two kernel launches and no copy from the host. Why it matters: a batch copied from pageable
+// host memory is staged by the driver and queued behind the previous step's kernels, so the host waits
+// for the GPU at every step and cannot queue the next step's kernels ahead of it. MNIST's 60,000
+// training images take 188 MB of float32 on the GPU. The batches are the same samples in the same order
+// as on the CPU path (the same bits), so results and --resume do not depend on where the data lives.
+//
 // The order of epoch e is a pure function of (seed, e): a Fisher-Yates shuffle driven by Philox
 // (core/philox.h), so runs are reproducible whatever else draws random numbers.
 //
@@ -96,6 +105,10 @@ struct DataLoaderOptions {
   // of shard_count parts; batch_size is the whole (global) batch. A batch with fewer samples than
   // shard_count (only a last, partial one can be) would leave a part empty and is skipped.
   int shard_index = 0, shard_count = 1;
+  // Where the batches are delivered. A GPU with a TensorDataset: the data is resident there (see the
+  // header comment) and prefetch is not used (nothing is left to do on the host). Any other dataset
+  // delivers CPU batches whatever this says.
+  Device device = Device::cpu();
 };
 
 class DataLoader {
@@ -115,11 +128,14 @@ class DataLoader {
   // without reading them: a run resumed in the middle of an epoch continues with the very batches the
   // uninterrupted run would have seen (the order is a pure function of the seed and e).
   Epoch epoch(int64_t e, int64_t first_batch = 0);
+  // Whether batches are assembled on options().device from a resident copy of the dataset.
+  bool resident() const { return resident_inputs_.defined(); }
 
  private:
   std::shared_ptr<const Dataset> dataset_;
   DataLoaderOptions options_;
   uint64_t seed_;
+  Tensor resident_inputs_, resident_targets_;  // the TensorDataset's tensors on options_.device, or undefined
 };
 
 class DataLoader::Epoch {
@@ -127,6 +143,10 @@ class DataLoader::Epoch {
   // batches: the sample indices of each batch; global_sizes: each batch's Batch::global_size.
   Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
         std::vector<int64_t> global_sizes, bool prefetch);
+  // Batches assembled on the device of `inputs` and `targets` (a resident dataset, no prefetch thread):
+  // the indices of every batch go up in one copy.
+  Epoch(Tensor inputs, Tensor targets, const std::vector<std::vector<int64_t>>& batches,
+        std::vector<int64_t> global_sizes);
   ~Epoch();
   Epoch(Epoch&&) noexcept;
   Epoch& operator=(Epoch&&) = delete;

@@ -60,6 +60,11 @@ using RowMaxKernel = bool(const Tensor& x, Tensor& out, Tensor& index);
 // Key "gather.backward":     grad_x[o, n', i] = sum over j with index[o,j,i] == n' of grad_out[o, j, i]
 using GatherKernel = bool(const Tensor& x, const Tensor& index, Tensor& out);
 using ScatterAddKernel = bool(const Tensor& grad_out, const Tensor& index, Tensor& grad_x);
+// x is [outer, n, inner] contiguous of any dtype (float32, float64, int64), index is [k] int64 with values
+// in [0, n): whole slices are picked, the same index for every (o, i).
+// Key "index_select":        out[o, j, i] = x[o, index[j], i]                (out is [outer, k, inner])
+// Its backward is gather.backward's scatter-add with the index broadcast to [outer, k, inner].
+using IndexSelectKernel = bool(const Tensor& x, const Tensor& index, Tensor& out);
 
 // ---------------------------------------------------------------- matrix product
 // Key "matmul": batched. a is [B, ra, ca], b is [B, rb, cb], out is [B, M, N], all contiguous;

@@ -58,6 +58,9 @@ Tensor argmax(const Tensor& x, int dim, bool keepdim = false);
 Tensor concat(const std::vector<Tensor>& tensors, int dim);
 // out[..., j, ...] = x[..., index[..., j, ...], ...] along dim; index is int64 with x's shape except at dim.
 Tensor gather(const Tensor& x, int dim, const Tensor& index);
+// out[..., j, ...] = x[..., index[j], ...] along dim: whole slices picked by a 1-D int64 index (rows of a
+// dataset, embedding lookups). Any dtype; the gradient (floating x) adds each slice back at its index.
+Tensor index_select(const Tensor& x, int dim, const Tensor& index);
 
 // ---- matrix products (ops/matmul.cpp)
 // a [..., M, K] @ b [..., K, N] with broadcast batch dims; 1-D operands as in NumPy.

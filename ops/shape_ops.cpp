@@ -231,4 +231,38 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   return out;
 }
 
+// index_select = a gather whose index is the same for every (o, i): the kernel reads index[j] once per
+// slice instead of an index per element. The backward reuses gather.backward (zero, then add each
+// gradient at its index) with the index broadcast to [outer, k, inner].
+Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
+  check_same_device("index_select", {x, index});
+  MINIDL_CHECK(x.dtype() == DType::float32 || x.dtype() == DType::float64 || x.dtype() == DType::int64,
+               "index_select: float32, float64 or int64 input, got ", dtype_name(x.dtype()));
+  MINIDL_CHECK(index.dtype() == DType::int64, "index_select: index must be int64, got ", dtype_name(index.dtype()));
+  MINIDL_CHECK(index.dim() == 1, "index_select: index must be 1-D, got shape ", shape_str(index.shape()));
+  MINIDL_CHECK(x.dim() >= 1, "index_select: the input must have a dimension to select along");
+  const int d = normalize_dim("index_select", dim, x.dim());
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < x.dim(); ++i)
+    if (i != d) (i < d ? outer : inner) *= x.shape()[i];
+  const int64_t n = x.shape()[d], k = index.shape()[0];
+  Tensor x3 = x.detach().contiguous().view({outer, n, inner});
+  Tensor i1 = index.contiguous();
+  Tensor out3 = empty({outer, k, inner}, x.options());
+  dispatch<IndexSelectKernel>("index_select", x.device(), x3, i1, out3);
+  Shape out_shape = x.shape();
+  out_shape[d] = k;
+  Tensor out = out3.view(out_shape);
+  if (is_floating(x.dtype()) && needs_grad({x}))
+    attach_grad_fn(out, "IndexSelectBackward", {x}, [i1, outer, n, inner, xshape = x.shape(), o = x.options()](const Tensor& g) {
+      const int64_t picks = i1.shape()[0];
+      Tensor g3 = g.contiguous().view({outer, picks, inner});
+      Tensor i3 = i1.view({1, picks, 1}).expand({outer, picks, inner}).contiguous();
+      Tensor gx = empty({outer, n, inner}, o);
+      dispatch<ScatterAddKernel>("gather.backward", g.device(), g3, i3, gx);
+      return grads{gx.view(xshape)};
+    });
+  return out;
+}
+
 }  // namespace minidl

@@ -8,7 +8,12 @@
 #
 #   BUILD=build-cuda OUT=/tmp/minidl-vs-torch bash scripts/compare-torch.sh [PAIR...]
 #
-# PAIR: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu (default: all of them). Environment:
+# PAIR: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu (default: all of them), and the whole
+# training epochs mnist_epoch_64 and mnist_epoch_1024 (asked for by name): `mnist train --epochs 3` with
+# the images resident on the GPU and with --host-data, against scripts/torch_mnist_train.py with its data
+# on the GPU and in a pinned DataLoader; the second table compares the steady epochs' training seconds
+# (the mean of epochs 2 and 3: the first holds cuDNN's algorithm search and the allocators' warm-up).
+# Environment:
 #   BUILD    build folder holding bin/captcha and bin/mnist (default build-cuda)
 #   OUT      where logs, JSON and table.md go (default /tmp/minidl-vs-torch)
 #   PYTHON   the Python that has torch (default python3)
@@ -16,7 +21,8 @@
 #            how the script's own logic is tried on a machine without a GPU
 #   STEPS, WARMUP, CPU_STEPS  timed and warm-up steps (default 100, 20; 10 and 2 on the CPU)
 #   CAPTCHA_BATCH, MNIST_BATCH  batch sizes (default 128 and 64, the issues' and `mnist train`'s)
-#   TORCH_FLAGS  extra flags for both torch scripts (e.g. "--channels-last" or "--adam fused")
+#   TORCH_FLAGS  extra flags for both torch step scripts (e.g. "--channels-last" or "--adam fused")
+#   DATA     the MNIST folder for the epoch pairs (default data/mnist)
 #   DRY_RUN=1    print the commands instead of running them (then the table says "not run")
 # Each command runs under `timeout`; a run that fails or times out shows "failed" in the table and its
 # log says why. Wall time on the H200: 96 s.
@@ -33,9 +39,11 @@ captcha_batch=${CAPTCHA_BATCH:-128}
 mnist_batch=${MNIST_BATCH:-64}
 torch_flags=${TORCH_FLAGS:-}
 dry_run=${DRY_RUN:-0}
+data=${DATA:-data/mnist}
 mkdir -p "$out"
 
 rows=()  # "model|batch|precision|device|minidl json|torch json"
+epoch_rows=()  # "batch|minidl metrics|minidl --host-data metrics|torch device json|torch loader json"
 
 run() {  # run NAME SECONDS [VAR=VALUE...] COMMAND...: logs to $out/NAME.log
   local name=$1 limit=$2
@@ -67,6 +75,23 @@ pair() {
   rows+=("$model|$batch|$precision|$device|$out/${name}_minidl.json|$out/${name}_torch.json")
 }
 
+# epochs NAME BATCH LIMIT: three epochs of `mnist train` (resident, then --host-data) and of the PyTorch
+# script (data on the GPU, then a pinned DataLoader; fused Adam and cuDNN benchmark, its defaults).
+epochs() {
+  local name=$1 batch=$2 limit=$3 lr=2e-3
+  [ "$batch" -ge 512 ] && lr=4e-3  # a larger batch takes a larger step (both sides the same)
+  rm -f "$out/${name}"_*.jsonl
+  run "${name}_minidl" "$limit" "$bin/mnist" train --device "$gpu" --epochs 3 --batch "$batch" --lr "$lr" \
+    --data "$data" --metrics "$out/${name}_minidl.jsonl"
+  run "${name}_minidl_host" "$limit" "$bin/mnist" train --device "$gpu" --epochs 3 --batch "$batch" --lr "$lr" \
+    --data "$data" --host-data --metrics "$out/${name}_minidl_host.jsonl"
+  run "${name}_torch" "$limit" "$python" "$here/torch_mnist_train.py" --device "$gpu" --epochs 3 --batch "$batch" \
+    --lr "$lr" --data "$data" --data-mode device --json "$out/${name}_torch.jsonl"
+  run "${name}_torch_loader" "$limit" "$python" "$here/torch_mnist_train.py" --device "$gpu" --epochs 3 \
+    --batch "$batch" --lr "$lr" --data "$data" --data-mode loader --json "$out/${name}_torch_loader.jsonl"
+  epoch_rows+=("$batch|$out/${name}_minidl.jsonl|$out/${name}_minidl_host.jsonl|$out/${name}_torch.jsonl|$out/${name}_torch_loader.jsonl")
+}
+
 pairs=("$@")
 [ ${#pairs[@]} -eq 0 ] && pairs=(captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu)
 if [ "$dry_run" != 1 ] && command -v nvidia-smi >/dev/null; then nvidia-smi -L; fi
@@ -77,11 +102,15 @@ for p in "${pairs[@]}"; do
     mnist_fp32) pair mnist_fp32 mnist "$mnist_batch" fp32 "$gpu" 40 ;;
     mnist_tf32) pair mnist_tf32 mnist "$mnist_batch" tf32 "$gpu" 40 ;;
     mnist_cpu) pair mnist_cpu mnist "$mnist_batch" fp32 cpu 60 ;;
-    *) echo "unknown pair '$p' (known: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu)" >&2 ;;
+    mnist_epoch_64) epochs mnist_epoch_64 64 60 ;;
+    mnist_epoch_1024) epochs mnist_epoch_1024 1024 60 ;;
+    *) echo "unknown pair '$p' (known: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu" \
+            "mnist_epoch_64 mnist_epoch_1024)" >&2 ;;
   esac
 done
 
 # The table: mean ms/step of each side and minidl / torch (below 1: minidl is faster).
+if [ ${#rows[@]} -gt 0 ]; then
 "$python" - "${rows[@]}" <<'EOF' | tee "$out/table.md"
 import json
 import sys
@@ -107,3 +136,41 @@ for row in sys.argv[1:]:
     ratio = "%.2f" % (ours / theirs) if ours is not None and theirs else "-"
     print("| %s | %s | %s | %s | %s | %s | %s |" % (model, batch, precision, device, cell(ours), cell(theirs), ratio))
 EOF
+fi
+
+# The epochs' table: the steady epochs' mean training seconds (epochs 2..3), the last test accuracy, and
+# minidl (resident) / the faster of torch's two (below 1: minidl is faster).
+if [ ${#epoch_rows[@]} -gt 0 ]; then
+"$python" - "${epoch_rows[@]}" <<'EOF' | tee "$out/epochs.md"
+import json
+import sys
+
+
+def steady(path):
+    try:
+        with open(path) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError):
+        return None, None
+    later = [r["train_seconds"] for r in records[1:]]
+    if not later:
+        return None, None
+    return sum(later) / len(later), records[-1].get("test_accuracy")
+
+
+def cell(result):
+    seconds, accuracy = result
+    return "failed / not run" if seconds is None else "%.3f s (%.2f%%)" % (seconds, 100 * accuracy)
+
+
+print("| MNIST epoch, batch | minidl, resident | minidl, --host-data | torch, data on GPU | torch, DataLoader"
+      " | minidl / faster torch |")
+print("| --- | --- | --- | --- | --- | --- |")
+for row in sys.argv[1:]:
+    batch, *paths = row.split("|")
+    results = [steady(p) for p in paths]
+    torch_times = [r[0] for r in results[2:] if r[0] is not None]
+    ratio = "%.2f" % (results[0][0] / min(torch_times)) if results[0][0] is not None and torch_times else "-"
+    print("| %s | %s | %s |" % (batch, " | ".join(cell(r) for r in results), ratio))
+EOF
+fi

@@ -37,7 +37,7 @@ fail() {
 }
 
 # The metrics without their timing fields.
-untimed() { perl -pe 's/"(seconds|train_seconds|images_per_second)":[^,}]*,?//g' "$1"; }
+untimed() { perl -pe 's/"(seconds|seconds_since_start|train_seconds|images_per_second)":[^,}]*,?//g' "$1"; }
 
 # A command prefix that runs the rest with SIGINT's default action, whatever this shell gave it (the
 # program then has the prefix's pid: `kill $!` reaches it).

@@ -18,6 +18,7 @@
 #include "core/random.h"
 #include "cuda/allocator.h"
 #include "cuda/cuda_common.h"
+#include "nn/data.h"
 #include "ops/optim_ops.h"
 #include "tests/test_util.h"
 
@@ -616,6 +617,56 @@ TEST_CASE("cuda gather and its backward against the naive CPU reference", "[cuda
       CHECK(compare(grad_x, ref_grad, 1e-5, 1e-5) == "");
     });
   }
+}
+
+TEST_CASE("cuda: a DataLoader with the data resident on the GPU yields the CPU loader's batches, bit for bit",
+          "[cuda][data]") {
+  SKIP_WITHOUT_GPU();
+  // 29 samples of [3, 2] float32 images and int64 labels; batches of 6 (the last one 5), shuffled.
+  const Tensor images = uniform({29, 3, 2}, -1, 1, DType::float32);
+  std::vector<double> labels;
+  for (int i = 0; i < 29; ++i) labels.push_back(1000 + 7 * i);
+  auto dataset = std::make_shared<TensorDataset>(images, from_vector(labels, {29}, DType::int64));
+  for (int shards : {1, 3}) {
+    for (int shard = 0; shard < shards; ++shard) {
+      DataLoaderOptions o;
+      o.batch_size = 6;
+      o.shuffle = true;
+      o.seed = 5;
+      o.shard_index = shard;
+      o.shard_count = shards;
+      DataLoader on_host(dataset, o);
+      o.device = kGpu;
+      DataLoader on_gpu(dataset, o);
+      CHECK_FALSE(on_host.resident());
+      REQUIRE(on_gpu.resident());
+      for (int64_t epoch : {0, 3})
+        for (int64_t first : {0, 2}) {
+          INFO("shard " << shard << " of " << shards << ", epoch " << epoch << ", first batch " << first);
+          std::vector<Batch> expected;
+          for (Batch& b : on_host.epoch(epoch, first)) expected.push_back(b);
+          size_t k = 0;
+          for (Batch& b : on_gpu.epoch(epoch, first)) {
+            REQUIRE(k < expected.size());
+            CHECK(b.inputs.device() == kGpu);
+            CHECK(b.targets.device() == kGpu);
+            CHECK(b.global_size == expected[k].global_size);
+            CHECK(b.inputs.shape() == expected[k].inputs.shape());
+            CHECK(b.inputs.to(Device::cpu()).to_vector<float>() == expected[k].inputs.to_vector<float>());
+            CHECK(b.targets.to(Device::cpu()).to_vector<int64_t>() == expected[k].targets.to_vector<int64_t>());
+            ++k;
+          }
+          CHECK(k == expected.size());
+        }
+    }
+  }
+  // A dataset that is not a TensorDataset keeps delivering CPU batches.
+  DataLoaderOptions o;
+  o.batch_size = 4;
+  o.device = kGpu;
+  DataLoader sliced(std::make_shared<DatasetSlice>(dataset, 3, 20), o);
+  CHECK_FALSE(sliced.resident());
+  for (Batch& b : sliced.epoch(0)) CHECK(b.inputs.device() == Device::cpu());
 }
 
 TEST_CASE("cuda reductions through the ops: values and gradients match the CPU's", "[cuda]") {

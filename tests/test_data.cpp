@@ -205,6 +205,16 @@ TEST_CASE("data: leaving an epoch early stops the prefetch thread", "[data]") {
   CHECK(n == 1000);
 }
 
+TEST_CASE("data: on the CPU the loader keeps its prefetch path (no resident copy)", "[data]") {
+  DataLoaderOptions o;
+  o.batch_size = 4;
+  DataLoader loader(counting_dataset(10), o);
+  CHECK_FALSE(loader.resident());
+  std::vector<int64_t> sizes;
+  CHECK(visit(loader, 0, &sizes).size() == 10);
+  CHECK(sizes == std::vector<int64_t>{4, 4, 2});
+}
+
 TEST_CASE("data: TensorDataset checks its tensors", "[data]") {
   CHECK_THROWS_WITH(TensorDataset(zeros({3, 2}), zeros({4}, DType::int64)),
                     Catch::Contains("[3,2]") && Catch::Contains("[4]") && Catch::Contains("same first dimension"));

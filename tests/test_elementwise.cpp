@@ -245,6 +245,50 @@ TEST_CASE("gather and its backward kernels match the naive reference", "[shape]"
   });
 }
 
+TEST_CASE("index_select kernels match the naive reference, every dtype, and its gradient adds up repeats",
+          "[shape]") {
+  manual_seed(18);
+  // Indices into dim 1 of [4, 9, 5] with repeats (the backward must add) and an unpicked slice.
+  const Tensor index = from_vector({8, 0, 3, 3, 8, 1, 2}, {7}, DType::int64);
+  for (const DType dtype : {DType::float32, DType::float64, DType::int64}) {
+    INFO("dtype " << dtype_name(dtype));
+    const Tensor x = dtype == DType::int64 ? mul_scalar(rand({4, 9, 5}), 1e6).to(DType::int64)
+                                           : f32({4, 9, 5}, -1, 1).to(dtype);
+    const Tensor ref = naive_ref("index_select", [&] { return index_select(x, 1, index); });
+    for_each_kernel("index_select", [&](Device d, const std::string& name) {
+      const Tensor got = index_select(x.to(d), 1, index.to(d));
+      CHECK(last_kernel("index_select", d.type) == name);
+      CHECK(got.dtype() == dtype);
+      CHECK(compare(got, ref, 0, 0) == "");
+    });
+  }
+  const Tensor x = f32({4, 9, 5}, -1, 1), w = f32({4, 7, 5}, -1, 1);
+  auto run = [&](Device d, Tensor& grad) {
+    Tensor xd = x.to(d).detach();
+    xd.requires_grad_();
+    const Tensor out = index_select(xd, 1, index.to(d));
+    grad = weighted_grad(out, xd, w.to(d));
+    return out;
+  };
+  Tensor ref_grad;
+  run(Device::cpu(), ref_grad);
+  for (const Device d : test_devices()) {
+    Tensor grad;
+    run(d, grad);
+    CHECK(compare(grad, ref_grad, 1e-6, 1e-6) == "");
+  }
+  // On a GPU an index out of range cannot throw: the element's bits become all ones (NaN, or -1).
+  for (const Device d : test_devices()) {
+    if (d.is_cpu()) continue;
+    const Tensor bad = from_vector({0, 9}, {2}, DType::int64).to(d);
+    const std::vector<float> f = index_select(x.to(d), 1, bad).to_vector<float>();
+    CHECK(!std::isnan(f[0]));
+    CHECK(std::isnan(f[5]));
+    const std::vector<int64_t> i = index_select(x.to(DType::int64).to(d), 1, bad).to_vector<int64_t>();
+    CHECK(i[5] == -1);
+  }
+}
+
 TEST_CASE("copy, cast and fill kernels give the same values as the naive reference", "[shape]") {
   manual_seed(17);
   const Tensor base = f32({23, 31}, -1, 1);
@@ -369,6 +413,14 @@ TEST_CASE("shape ops: values, storage sharing and copies", "[shape]") {
   CHECK(gather(g, 1, idx).to_vector<float>() == std::vector<float>{12, 10, 21, 21});
   CHECK(gather(g, 0, from_vector({1, 0, 1}, {1, 3}, DType::int64)).to_vector<float>() ==
         std::vector<float>{20, 11, 22});
+  const Tensor rows = from_vector({1, 1, 0}, {3}, DType::int64);
+  CHECK(index_select(g, 0, rows).shape() == Shape{3, 3});
+  CHECK(index_select(g, 0, rows).to_vector<float>() == std::vector<float>{20, 21, 22, 20, 21, 22, 10, 11, 12});
+  CHECK(index_select(g, 1, from_vector({2, 0}, {2}, DType::int64)).to_vector<float>() ==
+        std::vector<float>{12, 10, 22, 20});
+  const Tensor labels = from_vector({7, 3, 9}, {3}, DType::int64);
+  CHECK(index_select(labels, 0, from_vector({2, 2, 1}, {3}, DType::int64)).to_vector<int64_t>() ==
+        std::vector<int64_t>{9, 9, 3});
 }
 
 // ------------------------------------------------------------------------------------------ gradients
@@ -483,6 +535,11 @@ TEST_CASE("gradcheck: shape and indexing ops (float64)", "[shape][gradcheck]") {
   CHECK(gradcheck([&](const std::vector<Tensor>& in) { return gather(in[0], 1, index); }, {a}) == "");
   const Tensor index0 = from_vector({1, 0, 1, 1, 1, 0}, {2, 3}, DType::int64);
   CHECK(gradcheck([&](const std::vector<Tensor>& in) { return gather(in[0], 0, index0); }, {a}) == "");
+  // index_select: a row picked twice, one never (its gradient is zero), along either dim.
+  const Tensor picks = from_vector({1, 1, 0, 1}, {4}, DType::int64);
+  CHECK(gradcheck([&](const std::vector<Tensor>& in) { return index_select(in[0], 0, picks); }, {a}) == "");
+  const Tensor columns = from_vector({2, 0, 2}, {3}, DType::int64);
+  CHECK(gradcheck([&](const std::vector<Tensor>& in) { return index_select(in[0], 1, columns); }, {a}) == "");
 }
 
 // ------------------------------------------------------------------------------------------ errors
@@ -509,4 +566,11 @@ TEST_CASE("elementwise, reduce and shape ops report errors naming the op and sha
   CHECK_THROWS_WITH(gather(a, 1, zeros({2, 3}, DType::int32)), Catch::Contains("gather: index must be int64"));
   CHECK_THROWS_WITH(gather(a, 1, zeros({3, 3}, DType::int64)), Catch::Contains("must match input shape [2,3]"));
   CHECK_THROWS_WITH(gather(a, 1, full({2, 1}, 3, DType::int64)), Catch::Contains("index 3 out of range [0, 3)"));
+  CHECK_THROWS_WITH(index_select(a, 0, zeros({2}, DType::int32)), Catch::Contains("index_select: index must be int64"));
+  CHECK_THROWS_WITH(index_select(a, 0, zeros({2, 1}, DType::int64)), Catch::Contains("index must be 1-D"));
+  CHECK_THROWS_WITH(index_select(a, 2, zeros({1}, DType::int64)), Catch::Contains("index_select: dim 2 out of range"));
+  CHECK_THROWS_WITH(index_select(a, 0, full({1}, 2, DType::int64)), Catch::Contains("index 2 out of range [0, 2)"));
+  CHECK_THROWS_WITH(index_select(a, 0, full({1}, -1, DType::int64)), Catch::Contains("index -1 out of range"));
+  CHECK_THROWS_WITH(index_select(zeros({2}, DType::int32), 0, zeros({1}, DType::int64)),
+                    Catch::Contains("float32, float64 or int64 input, got int32"));
 }

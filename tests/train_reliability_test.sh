@@ -89,8 +89,8 @@ make_nan_checkpoint() {
 # A pid no process has: that of a shell that has exited.
 dead_pid() { sh -c 'echo $$'; }
 
-# The metrics without their timing fields (seconds, train_seconds, images_per_second).
-untimed() { perl -pe 's/"(seconds|train_seconds|images_per_second)":[^,}]*,?//g' "$1"; }
+# The metrics without their timing fields (seconds, seconds_since_start, train_seconds, images_per_second).
+untimed() { perl -pe 's/"(seconds|seconds_since_start|train_seconds|images_per_second)":[^,}]*,?//g' "$1"; }
 
 mode_of() { stat -c %a "$1"; }
 
@@ -201,6 +201,34 @@ mnist_flags)
   echo "OK: bad flags, data and variables are refused before training, naming what is wrong"
   ;;
 
+mnist_target)
+  make_mnist "$data" 128 32
+  log="$dir/refused.log"
+  expect_refusal 2 "--target-accuracy: must be a fraction in (0, 1\], e.g. 0.99, got 99" -- "$mnist" "${train[@]}" --target-accuracy 99
+  # Reached: the run stops after that evaluation, says when, and exits 0; the metrics hold the time.
+  "$mnist" "${train[@]}" --epochs 3 --target-accuracy 0.05 --metrics "$dir/reached.jsonl" >"$dir/reached.log" 2>&1 ||
+    fail "a run whose target is reached exited with status $?"
+  grep -q "test accuracy .* reached --target-accuracy 0.05 after epoch 1 (step 4), .* s after the model was created" \
+    "$dir/reached.log" || fail "no line saying where the target was reached"
+  [ "$(wc -l <"$dir/reached.jsonl")" -eq 1 ] || fail "the run went on after reaching its target"
+  grep -q '"seconds_since_start":' "$dir/reached.jsonl" || fail "no seconds_since_start in the metrics"
+  # Not reached (a learning rate too small to learn anything): every epoch runs, then exit 4.
+  "$mnist" "${train[@]}" --epochs 2 --lr 1e-12 --target-accuracy 0.95 >"$dir/missed.log" 2>&1
+  rc=$?
+  [ $rc -eq 4 ] || fail "a run that missed its target exited with status $rc, not 4"
+  grep -q "^epoch 2/2: " "$dir/missed.log" || fail "the run that missed its target did not run every epoch"
+  grep -q "target-accuracy 0.95 not reached in 2 epoch(s)" "$dir/missed.log" || fail "no line saying the target was missed"
+  # --recipe fast: its settings where no flag is given, the flags where they are.
+  "$mnist" train --data "$data" --device cpu --seed 3 --recipe fast --schedule none >"$dir/recipe.log" 2>&1 ||
+    fail "--recipe fast"
+  grep -q "^mnist: --recipe fast: --epochs 3 --batch 256 --lr 0.004$" "$dir/recipe.log" || fail "the recipe's settings not shown"
+  grep -q "; 3 epoch(s) of 1 batches of 256$" "$dir/recipe.log" || fail "the recipe's settings not used"
+  "$mnist" "${train[@]}" --epochs 1 --lr 1e-3 --recipe fast >"$dir/recipe_flags.log" 2>&1 || fail "--recipe fast with flags"
+  grep -q "^mnist: --recipe fast: nothing (every setting given as a flag)$" "$dir/recipe_flags.log" ||
+    fail "flags did not win over the recipe"
+  echo "OK: --target-accuracy stops when reached (exit 0) and says so when missed (exit 4); --recipe fast fills in unset flags"
+  ;;
+
 mnist_determinism)
   make_mnist "$data" 128 32
   for run in a b; do
@@ -253,7 +281,11 @@ determinism_cuda)
   done
   cmp "$dir/a.ckpt" "$dir/b.ckpt" || fail "two --deterministic mnist runs on the GPU saved different checkpoints"
   [ "$(untimed "$dir/a.jsonl")" = "$(untimed "$dir/b.jsonl")" ] || fail "two --deterministic mnist runs logged different metrics"
-  echo "OK: mnist --deterministic on the GPU: byte-identical checkpoints and metrics"
+  # Where the images live changes nothing: batches copied from the host give the resident run's bits.
+  "$mnist" "${gpu[@]}" --host-data --save "$dir/host.ckpt" >"$dir/mnist_host.log" 2>&1 || fail "mnist --host-data on the GPU"
+  grep -q "images resident on cuda" "$dir/mnist_a.log" || fail "the default run did not say its images are resident"
+  cmp "$dir/a.ckpt" "$dir/host.ckpt" || fail "--host-data saved another checkpoint than the resident run"
+  echo "OK: mnist --deterministic on the GPU: byte-identical checkpoints and metrics, resident or --host-data"
   need_captcha_font
   for run in a b; do
     "$captcha" train --device cuda --deterministic --charset 0123456789 --channels 8,8,8,8,8 --hidden 16 \

@@ -3,7 +3,8 @@
 //   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
-//               [--kernel OP=NAME]... [--deterministic] [--distributed]
+//               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
+//               [--target-accuracy A] [--recipe default|fast]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist predict --model FILE --csv test.csv --out submission.csv
@@ -25,6 +26,15 @@
 // invocation's images / train_seconds), device, batch_size, lr.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard.
+// Nothing outside the step: on a GPU the training and test images are copied there once and every batch
+// is assembled there (nn/data.h, "Data resident on the GPU"); the loss and the predictions stay on the
+// GPU until a progress line or the epoch's end reads them (RunningStats). --host-data keeps the images in
+// host memory and copies each batch instead (the path before; for comparison).
+// Time to accuracy: the time from the model's creation to each evaluation goes into --metrics
+// ("seconds_since_start") and the last line; --target-accuracy A stops after the first evaluation whose
+// accuracy reaches A (a fraction, e.g. 0.99), and exits with 4 if no epoch reached it.
+// --recipe fast: a short run tuned for time to 99% (docs/results/README.md, "Time to accuracy"); its
+// settings (--epochs, --batch, --lr) apply where the flag is not given.
 // Stopping and going on (examples/run_state.h): --save writes the model with Adam's state, the position
 // (epoch, step within it, step of the run), the random stream's position and the run's settings after
 // every epoch, and every --save-every N steps; --resume FILE continues where FILE stopped, mid-epoch
@@ -41,11 +51,13 @@
 // over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
 // saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h), and so
 // does Ctrl-C on any rank.
-// Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged).
+// Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged, 4
+// when --target-accuracy was not reached).
 #include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -83,6 +95,7 @@ using namespace minidl;
 using examples::at_least;
 using examples::at_least_and_below;
 using examples::finite_positive;
+using examples::fraction;
 using examples::non_empty;
 
 namespace {
@@ -102,24 +115,27 @@ class RunningStats {
  public:
   explicit RunningStats(examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
   // `step` (1-based over the run) and `lr` (the learning rate of that step) are for the guard's message.
-  void add(const Tensor& loss, const Tensor& logits, const Tensor& cpu_targets, int64_t step = 0, double lr = 0) {
+  // `targets` on the logits' device or on the CPU.
+  void add(const Tensor& loss, const Tensor& logits, const Tensor& targets, int64_t step = 0, double lr = 0) {
     losses_.push_back(loss.detach().reshape({1}));
     predictions_.push_back(argmax(logits.detach(), 1));
-    targets_.push_back(cpu_targets);
+    targets_.push_back(targets.to(logits.device()));
     steps_.emplace_back(step, lr);
     if (losses_.size() >= 64) flush();
   }
   void flush() {
     if (losses_.empty()) return;
+    // Three reads from the device for up to 64 batches (each read waits for the GPU to get there).
     const std::vector<double> losses = concat(losses_, 0).to_vector<double>();
     const std::vector<int64_t> predicted = concat(predictions_, 0).to_vector<int64_t>();
+    const std::vector<int64_t> labels = concat(targets_, 0).to_vector<int64_t>();
     size_t k = 0;
     for (size_t b = 0; b < targets_.size(); ++b) {
       if (guard_) guard_->check_loss(losses[b], steps_[b].first, steps_[b].second);
-      const std::vector<int64_t> y = targets_[b].to_vector<int64_t>();
-      loss_sum_ += losses[b] * static_cast<double>(y.size());
-      for (int64_t label : y) correct_ += predicted[k++] == label;
-      count_ += static_cast<int64_t>(y.size());
+      const int64_t n = targets_[b].size(0);
+      loss_sum_ += losses[b] * static_cast<double>(n);
+      for (int64_t i = 0; i < n; ++i, ++k) correct_ += predicted[k] == labels[k];
+      count_ += n;
     }
     losses_.clear();
     predictions_.clear();
@@ -177,8 +193,9 @@ EvalResult evaluate(Module& model, DataLoader& loader, Device device, dist::Data
   Progress progress("test", loader.num_batches());
   int64_t step = 0;
   for (Batch& batch : loader.epoch(0)) {
+    const Tensor targets = batch.targets.to(device);
     const Tensor logits = model(batch.inputs.to(device));
-    stats.add(cross_entropy(logits, batch.targets.to(device)), logits, batch.targets);
+    stats.add(cross_entropy(logits, targets), logits, targets);
     ++step;
     if (progress.live() && progress.due(step)) {
       stats.flush();
@@ -216,8 +233,39 @@ struct TrainFlags {
   bool deterministic = false;
   std::vector<std::string> kernels;
   bool distributed = false;
+  bool host_data = false;       // --host-data: batches copied from host memory every step
+  double target_accuracy = 0;   // --target-accuracy: stop once the evaluation reaches it (0: off)
+  std::string recipe = "default";
   examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
 };
+
+// --recipe fast: the settings of a short run tuned for time to 99% test accuracy on a GPU (measured over
+// 10 seeds: docs/results/README.md, "Time to accuracy"). The model, the schedule (one-cycle) and the data
+// (resident on the GPU) are the defaults; flags given on the command line win over the recipe.
+struct Recipe {
+  int epochs;
+  int64_t batch;
+  double lr;
+};
+constexpr Recipe kFastRecipe = {3, 256, 4e-3};
+
+void apply_recipe(TrainFlags& f, const CLI::App& train_cmd) {
+  if (f.recipe != "fast") return;
+  std::string applied;
+  if (train_cmd.count("--epochs") == 0) {
+    f.epochs = kFastRecipe.epochs;
+    applied += str_cat(" --epochs ", f.epochs);
+  }
+  if (train_cmd.count("--batch") == 0) {
+    f.batch = kFastRecipe.batch;
+    applied += str_cat(" --batch ", f.batch);
+  }
+  if (train_cmd.count("--lr") == 0) {
+    f.lr = kFastRecipe.lr;
+    applied += str_cat(" --lr ", f.lr);
+  }
+  std::printf("mnist: --recipe fast:%s\n", applied.empty() ? " nothing (every setting given as a flag)" : applied.c_str());
+}
 
 // The data of a run: what it trains on and what it evaluates after every epoch.
 struct TrainingData {
@@ -361,8 +409,14 @@ int train(const TrainFlags& f) {
   const Device device = job ? job->device : choose_device(f.device);
   TrainingData data = load_training_data(f);
   std::printf("mnist: data from %s\n", data.description.c_str());
+  MINIDL_CHECK(f.target_accuracy == 0 || data.eval, "--target-accuracy ", f.target_accuracy,
+               " needs an evaluation after each epoch, but --val-split 0 holds out nothing");
 
   manual_seed(f.seed);
+  const auto created = std::chrono::steady_clock::now();  // time to accuracy counts from here
+  const auto seconds_since_created = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - created).count();
+  };
   std::shared_ptr<Sequential> model = mnist::make_model();
   model->to(device);  // before building the optimizer (nn/module.h)
   AdamOptions adam_options;
@@ -373,8 +427,11 @@ int train(const TrainFlags& f) {
                                                   : std::make_unique<Adam>(model->parameters(), adam_options);
   Adam& optimizer = *adam;
 
+  // The data resident on the GPU (nn/data.h) unless --host-data: no copy from the host per step.
+  const Device data_device = device.is_cuda() && !f.host_data ? device : Device::cpu();
   DataLoaderOptions train_options;
   train_options.batch_size = f.batch;
+  train_options.device = data_device;
   train_options.shuffle = true;
   train_options.seed = f.seed;
   if (job) {  // this rank's part of every batch
@@ -422,6 +479,7 @@ int train(const TrainFlags& f) {
   if (data.eval) {
     DataLoaderOptions eval_options;
     eval_options.batch_size = eval_batch_size(device);
+    eval_options.device = data_device;
     eval_loader = std::make_unique<DataLoader>(data.eval, eval_options);
   }
   std::unique_ptr<MetricsWriter> metrics;
@@ -436,6 +494,9 @@ int train(const TrainFlags& f) {
               f.schedule.c_str(), f.weight_decay > 0 ? str_cat(", weight decay ", f.weight_decay).c_str() : "",
               f.epochs,
               static_cast<long long>(batches), static_cast<long long>(f.batch));
+  if (train_loader.resident())
+    std::printf("mnist: images resident on %s, batches assembled there (--host-data: copied from the host)\n",
+                data_device.str().c_str());
   if (!f.run.resume.empty())
     std::printf("mnist: resuming %s %s; saving to %s\n", f.run.resume.c_str(),
                 examples::describe_position(start, batches).c_str(), save_path.c_str());
@@ -482,12 +543,12 @@ int train(const TrainFlags& f) {
     for (Batch& batch : train_loader.epoch(epoch - 1, epoch_step)) {
       if (dp) dp->begin_step(batch.size(), batch.global_size);
       const double lr = optimizer.lr();
-      const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device),
-                                                    batch.targets.to(device), [&] {
-                                                      if (dp) dp->finish_step();
-                                                    });
+      const Tensor targets = batch.targets.to(device);  // already there when the data is resident
+      const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device), targets, [&] {
+        if (dp) dp->finish_step();
+      });
       if (scheduler && per_batch_schedule) scheduler->step();
-      stats.add(loss, logits, batch.targets, ++run_step, lr);
+      stats.add(loss, logits, targets, ++run_step, lr);
       ++epoch_step;
       if (progress.due(epoch_step)) {
         stats.flush();
@@ -529,6 +590,7 @@ int train(const TrainFlags& f) {
       guard.agree();
     }
     const double seconds = progress.elapsed_seconds();
+    const double since_start = seconds_since_created();
     // This invocation's images: a resumed epoch's first steps ran in another one.
     const double images_per_second = static_cast<double>(stats.count() - samples_before) / train_seconds;
 
@@ -552,6 +614,7 @@ int train(const TrainFlags& f) {
         record[eval_key + "_accuracy"] = result.accuracy;
       }
       record["seconds"] = seconds;
+      record["seconds_since_start"] = since_start;
       record["train_seconds"] = train_seconds;
       record["images_per_second"] = images_per_second;
       record["device"] = device.str();
@@ -564,14 +627,28 @@ int train(const TrainFlags& f) {
       save(at, eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}}
                            : examples::Metadata{});
     std::fflush(stdout);
+    if (f.target_accuracy > 0 && result.accuracy >= f.target_accuracy) {
+      std::printf("mnist: %s accuracy %s reached --target-accuracy %g after epoch %d (step %lld), %.3f s after "
+                  "the model was created\n",
+                  data.eval_name.c_str(), percent(result.accuracy).c_str(), f.target_accuracy, epoch,
+                  static_cast<long long>(run_step), since_start);
+      return 0;
+    }
     if (control.after_epoch(run_step, epoch == f.epochs)) {
       std::printf("%s\n", control.stop_message(at, batches, !save_path.empty()).c_str());
       return control.exit_status();
     }
   }
-  if (eval_loader)
+  if (eval_loader) {
     std::printf("final %s accuracy: %s (%lld/%lld)\n", data.eval_name.c_str(), percent(result.accuracy).c_str(),
                 static_cast<long long>(result.correct), static_cast<long long>(result.count));
+    std::printf("mnist: %.3f s from the model's creation to the last evaluation\n", seconds_since_created());
+  }
+  if (f.target_accuracy > 0) {
+    std::printf("mnist: --target-accuracy %g not reached in %d epoch(s) (last %s accuracy %s)\n", f.target_accuracy,
+                f.epochs, data.eval_name.c_str(), percent(result.accuracy).c_str());
+    return 4;
+  }
   return 0;
 }
 
@@ -735,6 +812,18 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--deterministic", tf.deterministic,
                       "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                       "(the CPU always is, for a given thread count)");
+  train_cmd->add_flag("--host-data", tf.host_data,
+                      "on a GPU, keep the images in host memory and copy each batch (default: resident on the GPU, "
+                      "batches assembled there)");
+  train_cmd->add_option("--target-accuracy", tf.target_accuracy,
+                        "stop after the first evaluation whose accuracy reaches A (a fraction, e.g. 0.99) and "
+                        "report the time since the model was created; exit 4 if no epoch reaches it")
+      ->check(fraction());
+  train_cmd->add_option("--recipe", tf.recipe,
+                        "default, or fast: a short run tuned for time to 99% (its --epochs, --batch and --lr apply "
+                        "where those flags are not given; docs/results/README.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"default", "fast"}));
   train_cmd->add_flag("--distributed", tf.distributed,
                       "one rank of a data-parallel job: mpirun -np N mnist train --distributed ... (--batch is the "
                       "global batch; --device cuda: one GPU per process; docs/distributed.md)");
@@ -778,7 +867,10 @@ int main(int argc, char** argv) {
 
   try {
     check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
-    if (*train_cmd) return train(tf);
+    if (*train_cmd) {
+      apply_recipe(tf, *train_cmd);
+      return train(tf);
+    }
     if (*eval_cmd) return eval(model_path, data, device, kernels, deterministic);
     if (*predict_cmd) {
       if (!csv.empty()) return predict_csv(model_path, csv, out, device, kernels);

@@ -71,6 +71,24 @@ BenchCase gather_case(const std::string& key, const std::string& spec, Device d)
   return c;
 }
 
+// x [OUTER, N, INNER], K indices into N (one per selected slice) -> out [OUTER, K, INNER].
+BenchCase index_select_case(const std::string& key, const std::string& spec, Device d) {
+  const char* syntax = "OUTERxNxINNER,kK";
+  const std::vector<std::string> parts = split_spec(spec);
+  if (parts.size() != 2) bad_spec(key, spec, syntax, "a shape and a k option");
+  const Shape s = parse_dims(parts[0], "bench " + key);
+  const auto letters = parse_letters(parts[1], "bench " + key);
+  if (s.size() != 3 || letters.size() != 1 || letters[0].first != 'k') bad_spec(key, spec, syntax, "three sizes, kK");
+  const int64_t outer = s[0], n = s[1], inner = s[2], picks = letters[0].second.first;
+  Tensor index = index_input({picks}, 0, n, d);
+  Tensor x = uniform_input({outer, n, inner}, -1, 1, d), out = output({outer, picks, inner}, d);
+  BenchCase c;
+  c.bytes = static_cast<double>(picks) * kIndexBytes + 2.0 * static_cast<double>(outer) * picks * inner * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<IndexSelectKernel>(k, x, index, out); };
+  c.outputs = [=] { return std::vector<Tensor>{out}; };
+  return c;
+}
+
 BenchCase softmax_case(const std::string& key, const std::string& spec, Device d) {
   const auto [rows, cols] = rows_cols(key, spec);
   const double n = static_cast<double>(rows) * cols;
@@ -147,6 +165,14 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                        {"1536x37x1,k4", "four classes per captcha step"},
                        {"4096x4096x1,k512", "large"}},
                       gather_case});
+  families.push_back({MINIDL_BENCH_KEYS(IndexSelectKernel, {"index_select"}),
+                      "OUTERxNxINNER,kK",
+                      "K slices of x [OUTER, N, INNER] along N",
+                      "2x5x3,k4",
+                      {{"1x60000x784,k64", "an MNIST batch of 64 from the training set on the device"},
+                       {"1x60000x784,k1024", "an MNIST batch of 1024"},
+                       {"1x60000x1,k1024", "the labels of that batch"}},
+                      index_select_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(SoftmaxKernel, {"softmax", "log_softmax"}),
                              MINIDL_BENCH_KEYS(SoftmaxBackwardKernel, {"softmax.backward", "log_softmax.backward"})),
                       "ROWSxCOLS",
