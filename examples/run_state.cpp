@@ -16,6 +16,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/printable.h"
 #include "core/random.h"
 #include "dist/process.h"
 #include "examples/flags.h"
@@ -47,14 +48,9 @@ Metadata resumable_metadata(const Metadata& settings, uint64_t seed, const RunPo
 
 namespace {
 
-// A saved value as quoted in a message: at most 40 characters, bytes outside printable ASCII as '?' (the
-// file may be damaged or crafted; the message stays one line).
-std::string shown(const std::string& text) {
-  std::string out = text.substr(0, 40);
-  for (char& c : out)
-    if (c < ' ' || c > '~') c = '?';
-  return text.size() > 40 ? out + "..." : out;
-}
+// A saved value as quoted in a message: one printable line of at most 43 characters (the file may be
+// damaged or crafted; core/printable.h).
+std::string shown(const std::string& text) { return minidl::shown_value(text); }
 
 // A whole non-negative integer of the metadata, or an error naming the file and the key.
 template <typename T>

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/printable.h"
 #include "nn/files.h"
 
 namespace minidl {
@@ -692,13 +693,8 @@ const std::string& metadata_text(const std::map<std::string, std::string>& metad
 }
 
 namespace {
-// A value quoted in a message: at most 40 characters, bytes outside printable ASCII as '?'.
-std::string quoted(const std::string& value) {
-  std::string out = value.substr(0, 40);
-  for (char& c : out)
-    if (c < ' ' || c > '~') c = '?';
-  return "'" + out + (value.size() > 40 ? "...'" : "'");
-}
+// A value quoted in a message: one printable line of at most 43 characters (core/printable.h).
+std::string quoted(const std::string& value) { return "'" + shown_value(value) + "'"; }
 }  // namespace
 
 int64_t metadata_int(const std::map<std::string, std::string>& metadata, const std::string& key, int64_t min,

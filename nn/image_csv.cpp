@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/printable.h"
 
 namespace minidl {
 
@@ -32,13 +33,8 @@ std::string column_name(size_t c, bool labelled) {
 }
 
 // A field as quoted in a message: at most 24 characters, bytes outside printable ASCII as '?' (a binary
-// file read as CSV still gets a one-line message).
-std::string shown(std::string_view field) {
-  std::string out(field.size() <= 24 ? field : field.substr(0, 21));
-  for (char& c : out)
-    if (c < ' ' || c > '~') c = '?';
-  return field.size() <= 24 ? out : out + "...";
-}
+// file read as CSV still gets a one-line message; core/printable.h).
+std::string shown(std::string_view field) { return shown_value(field, 24); }
 
 // Cuts `line` at its commas into `fields` (views into `line`).
 void split_fields(std::string_view line, std::vector<std::string_view>& fields) {

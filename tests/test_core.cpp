@@ -1,9 +1,10 @@
-// tests/test_core.cpp — tensors, views, dispatch selection and autograd.
+// tests/test_core.cpp — tensors, views, dispatch selection, autograd, and how values are shown in errors.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 
 #include "core/autograd.h"
 #include "core/dispatch.h"
+#include "core/printable.h"
 #include "core/random.h"
 #include "tests/test_util.h"
 
@@ -144,4 +145,15 @@ TEST_CASE("autograd: accumulation, shared subexpressions, no_grad, detach", "[co
   q.backward();
   CHECK_THROWS_WITH(q.backward(), Catch::Contains("already freed"));
   CHECK_THROWS_WITH(mul(x, y).expand({3}).backward(), Catch::Contains("explicit output gradient"));
+}
+
+TEST_CASE("shown_value: one printable line, cut with an ellipsis", "[core][errors]") {
+  CHECK(shown_value("pixel3") == "pixel3");
+  CHECK(shown_value("12\n34\r\t") == "12?34??");
+  CHECK(shown_value(std::string("a\0b", 3)) == "a?b");
+  CHECK(shown_value("caf\xc3\xa9") == "caf??");  // UTF-8 bytes are not ASCII
+  CHECK(shown_value(std::string(43, 'x')) == std::string(43, 'x'));  // at the limit: whole
+  CHECK(shown_value(std::string(44, 'x')) == std::string(40, 'x') + "...");
+  CHECK(shown_value("abcdefghijklmnopqrstuvwxyz", 24) == "abcdefghijklmnopqrstu...");
+  CHECK(shown_value("") == "");
 }
