@@ -3,7 +3,7 @@
 
     python3 scripts/torch_mnist_train.py --data DIR [--device cuda] [--epochs 3] [--batch 64] [--lr 2e-3]
         [--data-mode device|loader] [--adam default|foreach|single|fused] [--cudnn-benchmark 0|1]
-        [--tf32 0|1] [--seed N] [--json FILE]
+        [--tf32 0|1] [--seed N] [--limit N] [--threads N] [--json FILE]
 
 The side of scripts/compare-torch.sh's `epochs` pairs that is not minidl: the model of
 scripts/torch_mnist_bench.py (examples/mnist/model.h, layer for layer), Adam with a one-cycle learning
@@ -15,6 +15,9 @@ evaluated after every epoch (batch 1000, eval mode, no_grad).
 sets on the GPU once, each epoch's order from torch.randperm on the GPU, each batch an index into it.
 --data-mode loader: the usual tutorial code: a TensorDataset in host memory and a DataLoader with
 pin_memory=True, each batch copied with non_blocking=True.
+On the CPU (--device cpu: both modes are the same there) --threads N sets torch's thread count (as
+OMP_NUM_THREADS does for minidl), --limit N trains on the first N images (as `mnist train --limit`), and
+--adam default is needed with PyTorch releases before 2.0 (no fused Adam).
 
 Timing, as minidl's `train_seconds`: an epoch's training loop, from its first batch to a synchronisation
 after its last step (the loss and accuracy read once at the end, on the device until then); evaluation is
@@ -90,16 +93,22 @@ def main():
     parser.add_argument("--cudnn-benchmark", type=int, choices=(0, 1), default=1)
     parser.add_argument("--tf32", type=int, choices=(0, 1), default=0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--limit", type=int, default=0, help="train on the first N images only (0: all)")
+    parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads(N) (0: torch's default)")
     parser.add_argument("--json", default="", help="also append the per-epoch JSON objects to FILE")
     args = parser.parse_args()
     if args.epochs < 1 or args.batch < 1:
         parser.error("--epochs and --batch must be at least 1")
 
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     torch.backends.cudnn.benchmark = bool(args.cudnn_benchmark)
     common.set_precision(args.tf32)
     torch.manual_seed(args.seed)
     train_x, train_y = load(args.data, True)
+    if args.limit > 0:
+        train_x, train_y = train_x[:args.limit], train_y[:args.limit]
     test_x, test_y = load(args.data, False)
     n = train_x.shape[0]
     if args.data_mode == "device":
@@ -108,16 +117,17 @@ def main():
         loader = None
     else:
         loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(train_x, train_y),
-                                             batch_size=args.batch, shuffle=True, pin_memory=True)
+                                             batch_size=args.batch, shuffle=True, pin_memory=device.type == "cuda")
 
     created = time.perf_counter()
     model = bench.make_model().to(device)
     optimizer = common.make_adam(model.parameters(), args.lr, args.adam)
     steps_per_epoch = (n + args.batch - 1) // args.batch
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch)
-    print("torch mnist train: %s, batch %d, %d epochs, data %s, adam %s, cudnn.benchmark %d, tf32 %d, torch %s"
-          % (torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu", args.batch, args.epochs,
-             args.data_mode, args.adam, args.cudnn_benchmark, args.tf32, torch.__version__), flush=True)
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu, %d threads" % torch.get_num_threads()
+    print("torch mnist train: %s, batch %d, %d epochs of %d images, data %s, adam %s, cudnn.benchmark %d, tf32 %d, "
+          "torch %s" % (where, args.batch, args.epochs, n, args.data_mode, args.adam, args.cudnn_benchmark, args.tf32,
+                        torch.__version__), flush=True)
 
     def batches():
         if loader is not None:
