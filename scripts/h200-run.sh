@@ -5,6 +5,15 @@
 # with default settings and its evaluation on 10,000 fresh captchas (captcha_lstm: the same with the LSTM
 # of captcha_break's recipe), the captcha step benchmark, the PyTorch side-by-side comparison, and
 # `minidl compare` (the MNIST CNN on this GPU and on this CPU: table.md, curves.svg in $OUT/compare).
+# More steps, asked for by name (docs/results/README.md, "H200, 2026-12-03 evening"):
+#   racecheck        compute-sanitizer racecheck over the [cuda] tests in nine groups side by side, and over
+#                    every matmul kernel on small shapes through `minidl bench` (~7 minutes)
+#   deterministic    the cost of --deterministic: mnist and captcha bench with and without it, alternated
+#   lined            own-captcha training before/after augmentation: 10,000 lined captchas, 40 epochs, two
+#                    runs side by side (~5 minutes; needs DejaVuSerif-Bold.ttf and DejaVuSansMono-Bold.ttf
+#                    of fonts-dejavu-core in data/fonts/)
+#   epochs           whole MNIST epochs against PyTorch at batch 64 and 1024 (scripts/compare-torch.sh)
+#   recipe           `mnist train --recipe fast --target-accuracy 0.99` over seeds 1 to 10
 # Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
 # default steps fit one 10-minute call; captcha (~4 minutes), torch (~2) and compare (~1-2) are asked
 # for by name.
@@ -63,6 +72,51 @@ for s in "${steps[@]}"; do
         --out "$out/compare"
       tail -n 30 "$out/compare.log" ;;
     torch) OUT=$out/torch BUILD=${BUILD:-build-cuda} run torch 200 bash scripts/compare-torch.sh ;;
+    racecheck)
+      rc=(compute-sanitizer --tool racecheck --report-api-errors no --error-exitcode 9)
+      i=0
+      for f in "[cuda][matmul]~[tf32]" "[tf32]" "[conv2d]" "[ctc]" "[pool],[batch_norm]" \
+               "cuda elementwise*,cuda reductions*,cuda gather*" "cuda softmax*,cuda cross_entropy*,cuda sgd*,cuda adam*" \
+               "[gru],[gru_sequence],[lstm],[lstm_sequence]" \
+               "cuda memory*,cuda allocator*,cuda: DeviceGuard*,cuda: host*,cuda: copy*,cuda: rand*,cuda: dropout*,determinism*,MINIDL_CHECK_NUMERICS*"; do
+        i=$((i + 1))
+        run "racecheck_$i" 430 "${rc[@]}" "$bin/minidl_tests" "$f" &
+      done
+      wait
+      run racecheck_gemm 300 "${rc[@]}" "$bin/minidl" bench --device cuda --op matmul --repeat 1 --budget 0.01 \
+        --shape matmul:67x45x33 --shape matmul:130x70x150,ta --shape matmul:129x257x65,tb \
+        --shape matmul:131x129x47,ta,tb,b2 --shape matmul:2048x1152x40 --shape matmul:64x128x600,tb ;;
+    deterministic)
+      for r in 1 2; do
+        run "mnist_bench_plain_$r" 30 "$bin/mnist" bench --device cuda --steps 300
+        run "mnist_bench_det_$r" 30 "$bin/mnist" bench --device cuda --steps 300 --deterministic
+        run "captcha_bench_plain_$r" 40 "$bin/captcha" bench --device cuda --steps 60
+        run "captcha_bench_det_$r" 40 "$bin/captcha" bench --device cuda --steps 60 --deterministic
+      done ;;
+    lined)
+      fonts=(--font data/fonts/DejaVuSerif-Bold.ttf --font data/fonts/DejaVuSansMono-Bold.ttf)
+      mkdir -p "$out/lined"
+      for set in 101:10000:train 102:1000:val 103:1000:test; do
+        IFS=: read -r seed count name <<<"$set"
+        run "gen_$name" 60 "$bin/captcha" gen --style lined "${fonts[@]}" --width 160 --height 60 --count "$count" \
+          --seed "$seed" --out "$out/lined/$name"
+      done
+      lined=(--device cuda --data "$out/lined/train" --val-data "$out/lined/val" --width 160 --height 60 --epochs 40)
+      (run lined_before 420 "$bin/captcha" train "${lined[@]}" --no-augment --weight-decay 0 \
+         --save-best "$out/before.ckpt" --metrics "$out/before.jsonl" &&
+       run lined_before_eval 40 "$bin/captcha" eval --model "$out/before.ckpt" --data "$out/lined/test" --device cuda) &
+      (run lined_after 420 "$bin/captcha" train "${lined[@]}" --save-best "$out/after.ckpt" --metrics "$out/after.jsonl" &&
+       run lined_after_eval 40 "$bin/captcha" eval --model "$out/after.ckpt" --data "$out/lined/test" --device cuda) &
+      wait ;;
+    epochs) OUT=$out/epochs BUILD=${BUILD:-build-cuda} DATA=$data run epochs 300 bash scripts/compare-torch.sh \
+              mnist_epoch_64 mnist_epoch_1024 mnist_fp32
+            cat "$out/epochs/epochs.md" ;;
+    recipe)
+      for seed in 1 2 3 4 5 6 7 8 9 10; do
+        run "recipe_$seed" 30 "$bin/mnist" train --device cuda --data "$data" --seed "$seed" --recipe fast \
+          --target-accuracy 0.99 --metrics "$out/recipe_$seed.jsonl"
+      done
+      grep -h "reached\|not reached" "$out"/recipe_*.log ;;
     *) echo "unknown step $s" ;;
   esac
 done
