@@ -8,15 +8,16 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdlib>
+#include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -198,6 +199,15 @@ std::string temp_template(const std::string& target) {
   return str_cat(temp_prefix(target), static_cast<long>(::getpid()), "-XXXXXX");
 }
 
+// `name` with its trailing XXXXXX replaced by six random letters and digits (as mkostemp does; the
+// caller creates the file with O_EXCL and tries another name if it exists).
+std::string fill_random_suffix(std::string name) {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  static std::mt19937_64 generator(std::random_device{}() ^ static_cast<uint64_t>(::getpid()));
+  for (size_t i = name.size() - 6; i < name.size(); ++i) name[i] = kChars[generator() % (sizeof kChars - 1)];
+  return name;
+}
+
 // ---- removing the temporary file when a signal ends the process mid-save
 //
 // SIGINT, SIGTERM and SIGHUP would end the process between creating the temporary file and renaming it,
@@ -205,8 +215,10 @@ std::string temp_template(const std::string& target) {
 // with its previous disposition, so the process ends as it would have. Only signals whose disposition is
 // the default (terminate) get the handler: an ignored signal stays ignored, and a program's own handler
 // stays in charge (the save then completes). The handler only calls async-signal-safe functions
-// (unlink, sigaction, raise) on a path prepared before the save began. SIGKILL cannot be caught: a later
-// run removes what it leaves (prepare_checkpoint_path).
+// (unlink, sigaction, raise) on a path prepared before the save began. There is no window: the handler is
+// installed and the file's name registered before the file is created (open with O_EXCL), so a signal
+// that comes first finds nothing to remove, and one that comes after removes it. SIGKILL cannot be
+// caught: a later run removes what it leaves (prepare_checkpoint_path).
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 constexpr int kNumCleanupSignals = 3;
 char g_pending_path[4096];
@@ -222,13 +234,11 @@ extern "C" void remove_pending_and_reraise(int sig) {
   ::raise(sig);  // delivered when the handler returns, with the previous (default) disposition
 }
 
-// Marks `tmp` as the file to remove on a signal, for the lifetime of the object.
+// Installs the handler for the lifetime of the object; name() registers the file it removes.
 class PendingTempFile {
  public:
-  // `tmp` fits (checked by the caller before creating the file, with fits()).
-  explicit PendingTempFile(const std::string& tmp) {
-    std::memcpy(g_pending_path, tmp.c_str(), tmp.size() + 1);
-    g_pending = 1;
+  PendingTempFile() {
+    g_pending = 0;
     for (int i = 0; i < kNumCleanupSignals; ++i) {
       g_installed[i] = false;
       struct sigaction current;
@@ -245,6 +255,13 @@ class PendingTempFile {
     for (int i = 0; i < kNumCleanupSignals; ++i)
       if (g_installed[i]) ::sigaction(kCleanupSignals[i], &g_previous[i], nullptr);
     g_pending = 0;
+  }
+  // `tmp` (it fits: fits()) is the file a signal removes from now on, whether it exists yet or not.
+  static void name(const std::string& tmp) {
+    g_pending = 0;  // the handler never reads a half-written path
+    std::memcpy(g_pending_path, tmp.c_str(), tmp.size() + 1);
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    g_pending = 1;
   }
   static bool fits(const std::string& tmp) { return tmp.size() < sizeof g_pending_path; }
   PendingTempFile(const PendingTempFile&) = delete;
@@ -264,9 +281,17 @@ void write_atomically(const std::string& path, const uint8_t* data, size_t size,
   std::lock_guard<std::mutex> lock(g_save_mutex);
   std::string tmp = temp_template(target);
   MINIDL_CHECK(PendingTempFile::fits(tmp), what, ": the path is too long");
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  // mkostemp's job done here, so that the name is registered with the handler before the file exists:
+  // fill the XXXXXX, register, create with O_EXCL; another name if that one is taken.
+  PendingTempFile pending;
+  int fd = -1;
+  for (int attempt = 0; attempt < 100 && fd < 0; ++attempt) {
+    tmp = fill_random_suffix(temp_template(target));
+    PendingTempFile::name(tmp);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   MINIDL_CHECK(fd >= 0, prefix, "cannot create a temporary file next to '", target, "': ", std::strerror(errno));
-  PendingTempFile pending(tmp);
   auto fail = [&](const char* step, bool close_fd) {
     const int err = errno;
     if (close_fd) ::close(fd);
