@@ -6,6 +6,7 @@
 // Order matters only among kernels of equal priority for one key: the earlier registered is tried first.
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
 MINIDL_KERNEL_FILE(register_copy_naive_cpu)          // cpu/copy_naive.cpp
+MINIDL_KERNEL_FILE(register_fill_fast_cpu)           // cpu/fill_fast.cpp
 MINIDL_KERNEL_FILE(register_elementwise_naive_cpu)   // cpu/elementwise_naive.cpp
 MINIDL_KERNEL_FILE(register_elementwise_fast_cpu)    // cpu/elementwise_fast.cpp
 MINIDL_KERNEL_FILE(register_reduce_naive_cpu)        // cpu/reduce_naive.cpp

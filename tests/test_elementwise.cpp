@@ -322,6 +322,32 @@ TEST_CASE("copy, cast and fill kernels give the same values as the naive referen
   });
 }
 
+TEST_CASE("fill kernels: every dtype, zero and -0.0, sizes across many chunks, against the naive kernel",
+          "[shape]") {
+  // 300,007 float64 elements are 2.4 MB: many of fill_fast's 128 KiB chunks, the last one partial.
+  for (const DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64})
+    for (const int64_t n : {int64_t(1), int64_t(1000), int64_t(300007)})
+      for (const double value : {0.0, -0.0, 7.0, -2.5}) {
+        INFO("dtype " << dtype_name(dtype) << ", n " << n << ", value " << value);
+        const Tensor ref = naive_ref("fill", [&] {
+          Tensor t = full({n}, 3.0, TensorOptions(dtype, Device::cpu()));
+          fill_(t, value);
+          return t;
+        });
+        for_each_kernel("fill", [&](Device d, const std::string& name) {
+          Tensor got = full({n}, 3.0, TensorOptions(dtype, d));
+          fill_(got, value);
+          CHECK(last_kernel("fill", d.type) == name);
+          CHECK(compare(got.to(DType::float64), ref.to(DType::float64), 0, 0) == "");
+          if (dtype == DType::float64 && value == 0.0) {  // the sign of zero is kept (memset only for +0.0)
+            const std::vector<double> v = got.to_vector<double>();
+            CHECK(std::signbit(v.front()) == std::signbit(value));
+            CHECK(std::signbit(v.back()) == std::signbit(value));
+          }
+        });
+      }
+}
+
 // ------------------------------------------------------------------------------------------ values
 
 TEST_CASE("elementwise: values against the C library and broadcasting by hand", "[elementwise]") {
