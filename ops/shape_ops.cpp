@@ -201,6 +201,17 @@ Tensor concat(const std::vector<Tensor>& tensors, int dim) {
   return out;
 }
 
+namespace {
+// The gradient of a gather along the middle dim of x [outer, n, inner] (shape `xshape`) whose index is
+// i3 [outer, k, inner]: gather.backward zeroes grad_x, then adds each g[o, j, i] at index i3[o, j, i].
+Tensor gather_grad(const Tensor& g, const Tensor& i3, int64_t n, const Shape& xshape, TensorOptions options) {
+  Tensor g3 = g.contiguous().view(i3.shape());
+  Tensor gx = empty({i3.shape()[0], n, i3.shape()[2]}, options);
+  dispatch<ScatterAddKernel>("gather.backward", g.device(), g3, i3, gx);
+  return gx.view(xshape);
+}
+}  // namespace
+
 Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   check_floating("gather", x);
   check_same_device("gather", {x, index});
@@ -223,10 +234,7 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   Tensor out = out3.view(index.shape());
   if (needs_grad({x}))
     attach_grad_fn(out, "GatherBackward", {x}, [i3, n, xshape = x.shape(), o = x.options()](const Tensor& g) {
-      Tensor g3 = g.contiguous().view(i3.shape());
-      Tensor gx = empty({i3.shape()[0], n, i3.shape()[2]}, o);
-      dispatch<ScatterAddKernel>("gather.backward", g.device(), g3, i3, gx);
-      return grads{gx.view(xshape)};
+      return grads{gather_grad(g, i3, n, xshape, o)};
     });
   return out;
 }
@@ -254,13 +262,9 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   out_shape[d] = k;
   Tensor out = out3.view(out_shape);
   if (is_floating(x.dtype()) && needs_grad({x}))
-    attach_grad_fn(out, "IndexSelectBackward", {x}, [i1, outer, n, inner, xshape = x.shape(), o = x.options()](const Tensor& g) {
-      const int64_t picks = i1.shape()[0];
-      Tensor g3 = g.contiguous().view({outer, picks, inner});
-      Tensor i3 = i1.view({1, picks, 1}).expand({outer, picks, inner}).contiguous();
-      Tensor gx = empty({outer, n, inner}, o);
-      dispatch<ScatterAddKernel>("gather.backward", g.device(), g3, i3, gx);
-      return grads{gx.view(xshape)};
+    attach_grad_fn(out, "IndexSelectBackward", {x}, [i1, outer, n, k, inner, xshape = x.shape(), o = x.options()](const Tensor& g) {
+      const Tensor i3 = i1.view({1, k, 1}).expand({outer, k, inner}).contiguous();
+      return grads{gather_grad(g, i3, n, xshape, o)};
     });
   return out;
 }

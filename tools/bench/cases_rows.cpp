@@ -44,15 +44,23 @@ BenchCase reduce_case(const std::string& key, const std::string& spec, Device d)
   return c;
 }
 
-// x [outer, n, inner], index [outer, k, inner] -> out [outer, k, inner]; backward scatters back.
-BenchCase gather_case(const std::string& key, const std::string& spec, Device d) {
+// The spec "OUTERxNxINNER,kK" of gather and index_select: x [OUTER, N, INNER], K picks along N.
+struct PickSpec {
+  int64_t outer, n, inner, picks;
+};
+PickSpec pick_spec(const std::string& key, const std::string& spec) {
   const char* syntax = "OUTERxNxINNER,kK";
   const std::vector<std::string> parts = split_spec(spec);
   if (parts.size() != 2) bad_spec(key, spec, syntax, "a shape and a k option");
   const Shape s = parse_dims(parts[0], "bench " + key);
   const auto letters = parse_letters(parts[1], "bench " + key);
   if (s.size() != 3 || letters.size() != 1 || letters[0].first != 'k') bad_spec(key, spec, syntax, "three sizes, kK");
-  const int64_t outer = s[0], n = s[1], inner = s[2], picks = letters[0].second.first;
+  return {s[0], s[1], s[2], letters[0].second.first};
+}
+
+// x [outer, n, inner], index [outer, k, inner] -> out [outer, k, inner]; backward scatters back.
+BenchCase gather_case(const std::string& key, const std::string& spec, Device d) {
+  const auto [outer, n, inner, picks] = pick_spec(key, spec);
   Tensor index = index_input({outer, picks, inner}, 0, n, d);
   const double gathered = static_cast<double>(outer) * picks * inner;
   BenchCase c;
@@ -73,13 +81,7 @@ BenchCase gather_case(const std::string& key, const std::string& spec, Device d)
 
 // x [OUTER, N, INNER], K indices into N (one per selected slice) -> out [OUTER, K, INNER].
 BenchCase index_select_case(const std::string& key, const std::string& spec, Device d) {
-  const char* syntax = "OUTERxNxINNER,kK";
-  const std::vector<std::string> parts = split_spec(spec);
-  if (parts.size() != 2) bad_spec(key, spec, syntax, "a shape and a k option");
-  const Shape s = parse_dims(parts[0], "bench " + key);
-  const auto letters = parse_letters(parts[1], "bench " + key);
-  if (s.size() != 3 || letters.size() != 1 || letters[0].first != 'k') bad_spec(key, spec, syntax, "three sizes, kK");
-  const int64_t outer = s[0], n = s[1], inner = s[2], picks = letters[0].second.first;
+  const auto [outer, n, inner, picks] = pick_spec(key, spec);
   Tensor index = index_input({picks}, 0, n, d);
   Tensor x = uniform_input({outer, n, inner}, -1, 1, d), out = output({outer, picks, inner}, d);
   BenchCase c;
