@@ -59,4 +59,14 @@ MINIDL_HOST_DEVICE double philox_normal(uint64_t seed, uint64_t index) {
   return radius * std::cos(6.283185307179586 * u2);
 }
 
+// SplitMix64's finaliser (Steele, Lea, Flood, 2014): a 64-bit value mixed so that nearby inputs give
+// unrelated outputs. Used to derive Philox keys from structured numbers (seed, epoch, sample index):
+// key = splitmix64(splitmix64(seed) + epoch) and so on, one stream per combination.
+MINIDL_HOST_DEVICE uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 }  // namespace minidl

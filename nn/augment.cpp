@@ -15,13 +15,6 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // The random numbers of one (seed, epoch, sample): Philox4x32-10 keyed by a hash of the three, counter
 // 0, 1, 2, ... (the same construction as the captcha generator's; a different constant keeps the streams
 // apart from it and from the loader's shuffle).

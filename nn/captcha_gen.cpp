@@ -39,13 +39,6 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 // ---------------------------------------------------------------- random numbers
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 enum class Stream : uint64_t { text = 1, image = 2 };
 
 // The random numbers of one captcha: Philox4x32-10 (core/philox.h) keyed by a hash of (seed, stream,
