@@ -6,7 +6,8 @@
 # build-fuzz/corpus/<target>/ (the next run starts from there); an input that crashes, hangs (over 20 s)
 # or takes over 2 GB is written to build-fuzz/artifacts/ and the run fails, showing the report.
 # fuzz/run.sh --corpus   rewrites the committed seeds, fuzz/corpus/, with fuzz_make_corpus.
-# Environment: FUZZ_TARGETS (default: all five), JOBS (build threads).
+# Environment: FUZZ_TARGETS (default: all five), JOBS (build threads), FUZZ_SEED (libFuzzer's -seed:
+# a fixed seed replays the same mutations, as CI does; unset, each run explores new ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-fuzz
@@ -27,6 +28,8 @@ fi
 seconds=${1:-60}
 export OMP_NUM_THREADS=1  # one thread per target: the readers are serial, and the machine may be shared
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+seed_flag=()
+[ -n "${FUZZ_SEED:-}" ] && seed_flag=(-seed="$FUZZ_SEED")
 failed=()
 for t in "${targets[@]}"; do
   mkdir -p "$build/corpus/$t" "$build/artifacts"
@@ -34,7 +37,7 @@ for t in "${targets[@]}"; do
   [ -d "tests/fixtures/fuzz/$t" ] && inputs+=("tests/fixtures/fuzz/$t")
   log="$build/fuzz-$t.log"
   echo "fuzz: $t for ${seconds} s (log: $log)"
-  if "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+  if "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 "${seed_flag[@]}" \
        -artifact_prefix="$build/artifacts/$t-" "${inputs[@]}" >"$log" 2>&1; then
     execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log")
     echo "fuzz: $t: ${execs:-?} executions, nothing found; corpus $(find "$build/corpus/$t" -type f | wc -l) inputs"
