@@ -37,3 +37,5 @@ MINIDL_KERNEL_FILE(register_gru_sequence_naive_cpu)  // cpu/gru_sequence_naive.c
 MINIDL_KERNEL_FILE(register_lstm_naive_cpu)          // cpu/lstm_naive.cpp
 MINIDL_KERNEL_FILE(register_lstm_fast_cpu)           // cpu/lstm_fast.cpp
 MINIDL_KERNEL_FILE(register_lstm_sequence_naive_cpu) // cpu/lstm_sequence_naive.cpp
+MINIDL_KERNEL_FILE(register_bias_relu_naive_cpu)     // cpu/bias_relu_naive.cpp
+MINIDL_KERNEL_FILE(register_bias_relu_fast_cpu)      // cpu/bias_relu_fast.cpp

@@ -1,7 +1,10 @@
 #include "nn/layers.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
+#include "core/dispatch.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -24,6 +27,13 @@ Tensor Linear::forward(const Tensor& x) {
   MINIDL_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear(", in_features, " -> ", out_features,
                "): input of shape ", shape_str(x.shape()), " does not end in ", in_features, " features");
   return linear(x, weight, bias);
+}
+
+Tensor Linear::forward_relu(const Tensor& x) {
+  MINIDL_CHECK(bias.defined(), describe(), ": forward_relu needs a bias (it fuses the bias add with the ReLU)");
+  MINIDL_CHECK(x.dim() >= 1 && x.size(-1) == in_features, "Linear(", in_features, " -> ", out_features,
+               "): input of shape ", shape_str(x.shape()), " does not end in ", in_features, " features");
+  return bias_relu(linear(x, weight), bias, -1);
 }
 
 std::string Linear::describe() const {
@@ -49,6 +59,13 @@ Tensor Conv2d::forward(const Tensor& x) {
   MINIDL_CHECK(x.dim() == 4 && x.size(1) == in_channels, describe(), ": expected input [N, ", in_channels,
                ", H, W], got ", shape_str(x.shape()));
   return conv2d(x, weight, bias, stride, padding);
+}
+
+Tensor Conv2d::forward_relu(const Tensor& x) {
+  MINIDL_CHECK(bias.defined(), describe(), ": forward_relu needs a bias (it fuses the bias add with the ReLU)");
+  MINIDL_CHECK(x.dim() == 4 && x.size(1) == in_channels, describe(), ": expected input [N, ", in_channels,
+               ", H, W], got ", shape_str(x.shape()));
+  return bias_relu(conv2d(x, weight, Tensor(), stride, padding), bias, 1);
 }
 
 std::string Conv2d::describe() const {
@@ -146,9 +163,53 @@ Module& Sequential::operator[](size_t i) const {
   return *children()[i].second;
 }
 
+namespace {
+
+bool fusion_from_environment() {
+  const char* v = std::getenv("MINIDL_FUSE_BIAS_RELU");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
+bool& fusion_flag() {
+  static bool on = fusion_from_environment();
+  return on;
+}
+
+// Whether `device` has kernels for both stages of bias_relu (a backend without them runs unfused).
+bool has_bias_relu_kernels(Device device) {
+  KernelRegistry& registry = KernelRegistry::instance();
+  return !registry.candidates("bias_relu", device.type).empty() &&
+         !registry.candidates("bias_relu.backward", device.type).empty();
+}
+
+// `layer` then ReLU as one fused call, or an undefined tensor when `layer` has no fused form (not a
+// Linear or Conv2d, or one without a bias).
+Tensor forward_then_relu(Module& layer, const Tensor& x) {
+  if (auto* l = dynamic_cast<Linear*>(&layer); l != nullptr && l->bias.defined()) return l->forward_relu(x);
+  if (auto* c = dynamic_cast<Conv2d*>(&layer); c != nullptr && c->bias.defined()) return c->forward_relu(x);
+  return Tensor();
+}
+
+}  // namespace
+
+bool bias_relu_fusion() { return fusion_flag(); }
+void set_bias_relu_fusion(bool on) { fusion_flag() = on; }
+
 Tensor Sequential::forward(const Tensor& x) {
+  const auto& list = children();
+  const bool fuse = bias_relu_fusion() && has_bias_relu_kernels(x.device());
   Tensor y = x;
-  for (const auto& [name, module] : children()) y = module->forward(y);
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (fuse && i + 1 < list.size() && dynamic_cast<ReLU*>(list[i + 1].second.get()) != nullptr) {
+      Tensor fused = forward_then_relu(*list[i].second, y);
+      if (fused.defined()) {
+        y = fused;
+        ++i;  // the ReLU is done
+        continue;
+      }
+    }
+    y = list[i].second->forward(y);
+  }
   return y;
 }
 

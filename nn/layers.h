@@ -11,6 +11,13 @@
 //   ReLU, Flatten(start=1, end=-1)  max(x, 0); reshape dims start..end into one
 //   Sequential(m1, m2, ...)         m_k(...m_2(m_1(x))); children named "0", "1", ...
 //
+// Fused epilogue: inside a Sequential, a Linear or Conv2d with a bias followed directly by a ReLU runs as
+// the layer's forward_relu: the product without its bias, then bias_relu (ops/ops.h), which adds the bias
+// and applies the ReLU in one pass (and computes both gradients in one pass). The values are the same as
+// unfused up to float rounding of the bias gradient's sum; the model's modules and parameter names do
+// not change. On when the device has bias_relu kernels; set_bias_relu_fusion(false), or the environment
+// variable MINIDL_FUSE_BIAS_RELU=0 at start, turns it off (to compare, or to profile the unfused ops).
+//
 // A model in a few lines:
 //   Sequential net(Conv2d(1, 32, 3), ReLU(), MaxPool2d(2), Flatten(), Linear(32 * 13 * 13, 10));
 //   Tensor logits = net(x);
@@ -33,6 +40,8 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) with the bias add and the ReLU fused (bias_relu); needs a bias.
+  Tensor forward_relu(const Tensor& x);
   std::string type_name() const override { return "Linear"; }
   std::string describe() const override;
 
@@ -45,6 +54,8 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, int stride = 1, int padding = 0,
          bool bias = true);
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)) with the bias add and the ReLU fused (bias_relu); needs a bias.
+  Tensor forward_relu(const Tensor& x);
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;
 
@@ -132,6 +143,10 @@ class Flatten : public Module {
 
   int start_dim, end_dim;
 };
+
+// Whether Sequential fuses a biased Linear or Conv2d with the ReLU after it (see the top of this file).
+bool bias_relu_fusion();
+void set_bias_relu_fusion(bool on);
 
 class Sequential : public Module {
  public:

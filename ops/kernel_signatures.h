@@ -71,6 +71,17 @@ using IndexSelectKernel = bool(const Tensor& x, const Tensor& index, Tensor& out
 //   op(a) = trans_a ? a^T : a  ([M, K]),  op(b) = trans_b ? b^T : b  ([K, N]),  out[i] = op(a[i]) op(b[i]).
 using MatmulKernel = bool(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b);
 
+// ---------------------------------------------------------------- bias + ReLU epilogue (fused)
+// The layer output y seen as [outer, C, inner] (C the channel or feature dim: [N, O, OH*OW] after a
+// convolution, [rows, out_features, 1] after a linear layer), all contiguous, bias [C]:
+// Key "bias_relu":            out[o, c, i] = relu(y[o, c, i] + bias[c])      (relu(z) = z > 0 ? z : 0)
+// Key "bias_relu.backward":   g and out [outer, C, inner], out the forward's output (out > 0 exactly where
+//                             the pre-activation was > 0):
+//   grad_y[o, c, i] = out[o, c, i] > 0 ? g[o, c, i] : 0        grad_bias[c] = sum_{o, i} grad_y[o, c, i]
+// One pass each way instead of add + relu forward and relu_backward + sum backward.
+using BiasReluKernel = bool(const Tensor& y, const Tensor& bias, Tensor& out);
+using BiasReluBackwardKernel = bool(const Tensor& g, const Tensor& out, Tensor& grad_y, Tensor& grad_bias);
+
 // ---------------------------------------------------------------- convolution and pooling
 struct Conv2dParams {
   int stride_h = 1, stride_w = 1;

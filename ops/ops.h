@@ -137,4 +137,11 @@ Tensor gru_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_
 // One kernel call forward and one backward, like gru_sequence.
 Tensor lstm_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional);
 
+// ---- fused bias + ReLU (ops/bias_relu.cpp)
+// relu(y + bias) with bias [C] broadcast along dim `dim` of y (1 for conv2d's [N, C, H, W], -1 for
+// linear's [..., C]): one kernel pass instead of two, and one backward pass (grad_y and grad_bias
+// together) instead of relu's backward and a sum. nn's Sequential runs a Linear or Conv2d followed by
+// a ReLU through it (nn/layers.h).
+Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim = 1);
+
 }  // namespace minidl

@@ -1,11 +1,14 @@
 // tools/bench/cases_elementwise.cpp — bench cases of the elementwise keys: unary (neg ... tanh), with a
-// scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward), copy, cast, fill and
-// dropout_mask. All are memory-bound: GB/s is the number to read, against the device's bandwidth.
+// scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward), copy, cast, fill,
+// dropout_mask and the fused bias_relu (forward and backward). All are memory-bound: GB/s is the number to read, against the device's bandwidth.
 //
 // Shape syntax: a tensor shape, "64x32x26x26". copy also takes ",t": the source is then a transposed
 // view (its last two dims swapped), the strided copy a contiguous-only kernel declines.
 //
-// FLOPs per element: 1 (exp and log count 1, see tools/bench/case.h); pow_scalar (exp of s*log x) 3.
+// bias_relu takes "OUTERxCxINNER": y [OUTER, C, INNER] with a bias per C.
+//
+// FLOPs per element: 1 (exp and log count 1, see tools/bench/case.h); pow_scalar (exp of s*log x) 3;
+// bias_relu 2 (add, compare), its backward 2 (compare, add into the bias sum).
 // Bytes: every input element read once, every output element written once.
 #include "ops/kernel_signatures.h"
 #include "tools/bench/case.h"
@@ -110,6 +113,29 @@ BenchCase dropout_case(const std::string& key, const std::string& spec, Device d
   return c;
 }
 
+// y [outer, C, inner] -> relu(y + bias[c]); the backward's out is uniform in [-1, 1] (only its sign matters).
+BenchCase bias_relu_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape s = parse_dims(spec, "bench " + key);
+  if (s.size() != 3) bad_spec(key, spec, "OUTERxCxINNER", "three sizes");
+  const double n = static_cast<double>(shape_numel(s));
+  const double channels = static_cast<double>(s[1]);
+  BenchCase c;
+  c.flops = 2 * n;
+  if (key == "bias_relu") {
+    Tensor y = uniform_input(s, -1, 1, d), bias = uniform_input({s[1]}, -0.5, 0.5, d), out = output(s, d);
+    c.bytes = (2 * n + channels) * kFloatBytes;
+    c.run = [=](const KernelInfo& k) mutable { return call_as<BiasReluKernel>(k, y, bias, out); };
+    c.outputs = [=] { return std::vector<Tensor>{out}; };
+  } else {
+    Tensor g = uniform_input(s, -1, 1, d), out = uniform_input(s, -1, 1, d);
+    Tensor grad_y = output(s, d), grad_bias = output({s[1]}, d);
+    c.bytes = (3 * n + channels) * kFloatBytes;
+    c.run = [=](const KernelInfo& k) mutable { return call_as<BiasReluBackwardKernel>(k, g, out, grad_y, grad_bias); };
+    c.outputs = [=] { return std::vector<Tensor>{grad_y, grad_bias}; };
+  }
+  return c;
+}
+
 }  // namespace
 
 void add_elementwise_cases(std::vector<CaseFamily>& families) {
@@ -159,6 +185,15 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                        {"128x256x2x12", "captcha dropout after the CNN"},
                        {"33554432", "large: 128 MiB"}},
                       dropout_case});
+  families.push_back({concat(MINIDL_BENCH_KEYS(BiasReluKernel, {"bias_relu"}),
+                             MINIDL_BENCH_KEYS(BiasReluBackwardKernel, {"bias_relu.backward"})),
+                      "OUTERxCxINNER",
+                      "y [OUTER, C, INNER], a bias per C",
+                      "3x5x7",
+                      {{"64x32x676", "MNIST conv1 output, batch 64"},
+                       {"64x128x1", "MNIST fc1 output, batch 64"},
+                       {"1024x64x576", "MNIST conv2 output, batch 1024"}},
+                      bias_relu_case});
 }
 
 }  // namespace bench
