@@ -43,6 +43,19 @@ Result run(const Tensor& y, const Tensor& b, const Tensor& w, Device d, int dim)
   return r;
 }
 
+// The test devices that have bias_relu kernels. The CUDA backend has none yet (Sequential runs unfused
+// there); a GPU is then skipped with a visible message instead of failing on "no kernel is registered".
+std::vector<Device> devices_with_kernels() {
+  std::vector<Device> out;
+  for (const Device d : test_devices()) {
+    if (kernels_for("bias_relu", d.type).empty() || kernels_for("bias_relu.backward", d.type).empty())
+      WARN("bias_relu: no kernel for " << d.str() << " yet, skipped there (Sequential runs unfused on it)");
+    else
+      out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("bias_relu kernels match the naive reference, forward and backward", "[elementwise]") {
@@ -73,7 +86,7 @@ TEST_CASE("bias_relu kernels match the naive reference, forward and backward", "
   }
   // float64: the reference serves (the omp kernel declines it).
   const Tensor y = uniform({5, 4, 3}, -1, 1), b = uniform({4}, -1, 1), w = uniform({5, 4, 3}, -1, 1);
-  for (const Device d : test_devices()) {
+  for (const Device d : devices_with_kernels()) {
     const Result got = run(y, b, w, d, 1);
     CHECK(got.out.dtype() == DType::float64);
     CHECK(got.grad_b.dtype() == DType::float64);
@@ -98,7 +111,7 @@ TEST_CASE("bias_relu equals relu(y + bias) with the bias along the given dim, gr
     INFO("shape " << shape_str(c.shape) << ", dim " << c.dim);
     const Shape bias_shape{c.shape[static_cast<size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.size()) : c.dim)]};
     const Tensor y = uniform(c.shape, -1, 1), b = uniform(bias_shape, -1, 1), w = uniform(c.shape, -1, 1);
-    for (const Device d : test_devices()) {
+    for (const Device d : devices_with_kernels()) {
       INFO("device " << d.str());
       const Result fused = run(y, b, w, d, c.dim);
       Tensor yd = y.to(d).detach(), bd = b.to(d).detach();
