@@ -4,33 +4,41 @@
 // Large blocks are cached: a training step allocates the same activation and gradient sizes every
 // step, and returning tens of megabytes to the OS only to fault them back in a few milliseconds later
 // (glibc serves big requests with mmap/munmap) costs more than the arithmetic on them. Freed blocks of
-// at least kCacheMin bytes are kept in a free list keyed by their (rounded) size and handed out again
-// for the same size; at most kCacheMax bytes are kept.
+// at least kCacheMin bytes go to a BlockCache (core/block_cache.h: exact sizes, least recently freed
+// evicted first) of a quarter of the machine's memory, at least 1 GiB. Measured on the 2-core, 24 GiB
+// development machine (`captcha bench --device cpu --steps 2`, batch 128): with the earlier fixed 1 GiB
+// (every block freed past it was given back), 4.37 s per step and 3.75 million page faults; with the
+// quarter, 3.19 s and 0.75 million, for 7% more peak memory (3.07 against 2.84 GB).
+// When an allocation fails, the cache is emptied and the allocation tried once more.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <mutex>
 
 #include "core/backend.h"
+#include "core/block_cache.h"
 #include "core/error.h"
 
 namespace minidl {
 
 class CpuBackend final : public DeviceBackend {
  public:
+  CpuBackend() : cache_(cache_limit(), [](void* p) { std::free(p); }) {}
+
   void* allocate(size_t nbytes, int) override {
     const size_t size = rounded(nbytes);
     if (size >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
-      auto it = free_blocks_.find(size);
-      if (it != free_blocks_.end()) {
-        void* p = it->second;
-        free_blocks_.erase(it);
-        cached_bytes_ -= size;
-        return p;
-      }
+      if (void* p = cache_.take(size)) return p;
     }
     void* p = std::aligned_alloc(kAlign, size);
+    if (!p) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      cache_.release_all();
+      p = std::aligned_alloc(kAlign, size);
+    }
     if (!p) {
       OutOfMemoryInfo info;
       info.device = "cpu";
@@ -44,11 +52,8 @@ class CpuBackend final : public DeviceBackend {
     const size_t size = rounded(nbytes);
     if (size >= kCacheMin) {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (cached_bytes_ + size <= kCacheMax) {
-        free_blocks_.emplace(size, ptr);
-        cached_bytes_ += size;
-        return;
-      }
+      cache_.put(ptr, size);
+      return;
     }
     std::free(ptr);
   }
@@ -63,8 +68,14 @@ class CpuBackend final : public DeviceBackend {
  private:
   static constexpr size_t kAlign = 64;
   static constexpr size_t kCacheMin = size_t(1) << 16;  // 64 KiB
-  static constexpr size_t kCacheMax = size_t(1) << 30;  // 1 GiB kept at most
   static constexpr size_t kPage = 4096;
+
+  // A quarter of the physical memory, at least 1 GiB.
+  static size_t cache_limit() {
+    const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+    const size_t physical = pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
+    return std::max(size_t(1) << 30, physical / 4);
+  }
 
   // Small sizes round to the alignment; cached sizes to whole pages so near sizes share blocks.
   static size_t rounded(size_t nbytes) {
@@ -74,8 +85,7 @@ class CpuBackend final : public DeviceBackend {
   }
 
   std::mutex mutex_;
-  std::multimap<size_t, void*> free_blocks_;
-  size_t cached_bytes_ = 0;
+  BlockCache cache_;
 };
 
 // Never destroyed: tensors held by static objects may be freed after main() returns.

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/autograd.h"
+#include "core/block_cache.h"
 #include "core/dispatch.h"
 #include "core/printable.h"
 #include "core/random.h"
@@ -156,4 +157,47 @@ TEST_CASE("shown_value: one printable line, cut with an ellipsis", "[core][error
   CHECK(shown_value(std::string(44, 'x')) == std::string(40, 'x') + "...");
   CHECK(shown_value("abcdefghijklmnopqrstuvwxyz", 24) == "abcdefghijklmnopqrstu...");
   CHECK(shown_value("") == "");
+}
+
+TEST_CASE("BlockCache: reuse by exact size, the limit kept by evicting the least recently freed", "[core]") {
+  // Fake blocks: addresses of an array; `released` records what the cache gave back.
+  char memory[8];
+  std::vector<void*> released;
+  {
+    BlockCache cache(100, [&](void* p) { released.push_back(p); });
+    CHECK(cache.take(10) == nullptr);
+    cache.put(&memory[0], 40);
+    cache.put(&memory[1], 40);
+    cache.put(&memory[2], 10);
+    CHECK(cache.cached_bytes() == 90);
+    CHECK(cache.cached_blocks() == 3);
+    // Exact sizes only; of two blocks of a size, the most recently freed comes back first.
+    CHECK(cache.take(20) == nullptr);
+    CHECK(cache.take(40) == &memory[1]);
+    CHECK(cache.cached_bytes() == 50);
+    cache.put(&memory[1], 40);
+    // 90 + 30 > 100: the least recently freed block (memory[0]) goes, and 50 + 30 fits.
+    cache.put(&memory[3], 30);
+    CHECK(released == std::vector<void*>{&memory[0]});
+    CHECK(cache.cached_bytes() == 80);
+    // 80 + 60 > 100: memory[2] (10 bytes) goes, 130 still passes, so memory[1] goes too.
+    cache.put(&memory[4], 60);
+    CHECK(released == std::vector<void*>{&memory[0], &memory[2], &memory[1]});
+    CHECK(cache.cached_bytes() == 90);
+    CHECK(cache.take(40) == nullptr);
+    CHECK(cache.take(60) == &memory[4]);
+    // A block larger than the whole limit is released at once, and evicts nothing.
+    cache.put(&memory[5], 101);
+    CHECK(released.back() == &memory[5]);
+    CHECK(cache.cached_bytes() == 30);
+    cache.release_all();
+    CHECK(released.back() == &memory[3]);
+    CHECK(cache.cached_bytes() == 0);
+    CHECK(cache.take(30) == nullptr);
+    CHECK(released.size() == 5);
+    cache.put(&memory[6], 50);
+  }
+  // Destruction releases what is left.
+  CHECK(released.size() == 6);
+  CHECK(released.back() == &memory[6]);
 }
