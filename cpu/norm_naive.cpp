@@ -7,6 +7,8 @@
 //   batch_norm.inference:  y = (x - mean_c) / sqrt(var_c + eps) * gamma + beta  with the given mean_c, var_c
 //   batch_norm.backward:   xhat = (x - mean) * invstd,  grad_gamma = sum g * xhat,  grad_beta = sum g,
 //                          grad_x = gamma * invstd / M * (M * g - grad_beta - xhat * grad_gamma)
+//   batch_norm_relu:          y = relu(batch_norm's y)          (relu(v) = v > 0 ? v : 0)
+//   batch_norm_relu.backward: batch_norm.backward with g replaced by g * [y > 0], y the forward's output
 #include <cmath>
 
 #include "cpu/register.h"
@@ -22,6 +24,7 @@ inline int64_t at(int64_t n, int64_t c, int64_t s, int64_t channels, int64_t spa
   return (n * channels + c) * spatial + s;
 }
 
+template <bool Relu>
 bool batch_norm_naive(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                       Tensor& save_mean, Tensor& save_invstd) {
   const int64_t batch = x.shape()[0], channels = x.shape()[1], spatial = x.shape()[2];
@@ -48,7 +51,8 @@ bool batch_norm_naive(const Tensor& x, const Tensor& gamma, const Tensor& beta, 
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t s = 0; s < spatial; ++s) {
           const int64_t i = at(n, c, s, channels, spatial);
-          py[i] = static_cast<T>((px[i] - mean) * invstd * pg[c] + pb[c]);
+          const T v = static_cast<T>((px[i] - mean) * invstd * pg[c] + pb[c]);
+          py[i] = Relu ? (v > T(0) ? v : T(0)) : v;
         }
       pmean[c] = static_cast<T>(mean);
       pinvstd[c] = static_cast<T>(invstd);
@@ -77,13 +81,17 @@ bool batch_norm_inference_naive(const Tensor& x, const Tensor& gamma, const Tens
   });
 }
 
-bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
-                               const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+// The backward of batch_norm (y undefined) or of batch_norm_relu (y its output: g is read as g * [y > 0]).
+bool backward_naive(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
+                    const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma,
+                    Tensor& grad_beta) {
   const int64_t batch = x.shape()[0], channels = x.shape()[1], spatial = x.shape()[2];
   const double count = static_cast<double>(batch * spatial);
   return MINIDL_FLOAT_TYPES(x.dtype(), {
     const T* px = x.data<T>();
-    const T* pgy = grad_y.data<T>();
+    const T* py = y.defined() ? y.data<T>() : nullptr;
+    const T* pg_raw = grad_y.data<T>();
+    auto g_at = [&](int64_t i) -> double { return py && !(py[i] > T(0)) ? 0.0 : static_cast<double>(pg_raw[i]); };
     const T* pg = gamma.data<T>();
     const T* pmean = save_mean.data<T>();
     const T* pinvstd = save_invstd.data<T>();
@@ -96,15 +104,15 @@ bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tens
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t s = 0; s < spatial; ++s) {
           const int64_t i = at(n, c, s, channels, spatial);
-          sum_g += pgy[i];
-          sum_g_xhat += pgy[i] * ((px[i] - mean) * invstd);
+          sum_g += g_at(i);
+          sum_g_xhat += g_at(i) * ((px[i] - mean) * invstd);
         }
       const double scale = pg[c] * invstd / count;
       for (int64_t n = 0; n < batch; ++n)
         for (int64_t s = 0; s < spatial; ++s) {
           const int64_t i = at(n, c, s, channels, spatial);
           const double xhat = (px[i] - mean) * invstd;
-          pgx[i] = static_cast<T>(scale * (count * pgy[i] - sum_g - xhat * sum_g_xhat));
+          pgx[i] = static_cast<T>(scale * (count * g_at(i) - sum_g - xhat * sum_g_xhat));
         }
       pgg[c] = static_cast<T>(sum_g_xhat);
       pgb[c] = static_cast<T>(sum_g);
@@ -112,15 +120,29 @@ bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tens
   });
 }
 
+bool batch_norm_backward_naive(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
+                               const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+  return backward_naive(x, Tensor(), grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
+}
+
+bool batch_norm_relu_backward_naive(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
+                                    const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
+                                    Tensor& grad_gamma, Tensor& grad_beta) {
+  return backward_naive(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
+}
+
 }  // namespace
 
 void register_norm_naive_cpu() {
   const char* d = "reference: one channel at a time, two-pass statistics in double";
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, "naive", 0, d, batch_norm_naive);
+  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, "naive", 0, d, batch_norm_naive<false>);
   register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cpu, "naive", 0, d,
                                             batch_norm_inference_naive);
   register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cpu, "naive", 0, d,
                                            batch_norm_backward_naive);
+  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cpu, "naive", 0, d, batch_norm_naive<true>);
+  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cpu, "naive", 0, d,
+                                               batch_norm_relu_backward_naive);
 }
 
 }  // namespace minidl

@@ -140,6 +140,13 @@ Tensor BatchNorm::forward(const Tensor& x) {
   return batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum, eps);
 }
 
+Tensor BatchNorm::forward_relu(const Tensor& x) {
+  MINIDL_CHECK(x.dim() == input_dims_ && x.size(1) == num_features, describe(), ": expected input ",
+               input_dims_ == 2 ? "[N, " : "[N, ", num_features, input_dims_ == 2 ? "]" : ", H, W]", ", got ",
+               shape_str(x.shape()));
+  return batch_norm_relu(x, weight, bias, running_mean, running_var, is_training(), momentum, eps);
+}
+
 std::string BatchNorm::describe() const {
   return str_cat(type_name(), "(", num_features, ", eps=", eps, ", momentum=", momentum, ")");
 }
@@ -166,7 +173,7 @@ Module& Sequential::operator[](size_t i) const {
 namespace {
 
 bool fusion_from_environment() {
-  const char* v = std::getenv("MINIDL_FUSE_BIAS_RELU");
+  const char* v = std::getenv("MINIDL_FUSE_RELU");
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
 
@@ -175,29 +182,34 @@ bool& fusion_flag() {
   return on;
 }
 
-// Whether `device` has kernels for both stages of bias_relu (a backend without them runs unfused).
-bool has_bias_relu_kernels(Device device) {
+// Whether `device` has kernels for the forward and backward of a fused op (a backend without them runs
+// the layer and the ReLU apart).
+bool has_kernels(const char* op, const char* backward, Device device) {
   KernelRegistry& registry = KernelRegistry::instance();
-  return !registry.candidates("bias_relu", device.type).empty() &&
-         !registry.candidates("bias_relu.backward", device.type).empty();
+  return !registry.candidates(op, device.type).empty() && !registry.candidates(backward, device.type).empty();
 }
 
-// `layer` then ReLU as one fused call, or an undefined tensor when `layer` has no fused form (not a
-// Linear or Conv2d, or one without a bias).
+// `layer` then ReLU as one fused call, or an undefined tensor when `layer` has no fused form here (not a
+// Linear, Conv2d or BatchNorm; a Linear or Conv2d without a bias; no kernels for the device).
 Tensor forward_then_relu(Module& layer, const Tensor& x) {
-  if (auto* l = dynamic_cast<Linear*>(&layer); l != nullptr && l->bias.defined()) return l->forward_relu(x);
-  if (auto* c = dynamic_cast<Conv2d*>(&layer); c != nullptr && c->bias.defined()) return c->forward_relu(x);
+  if (auto* l = dynamic_cast<Linear*>(&layer); l != nullptr && l->bias.defined()) {
+    if (has_kernels("bias_relu", "bias_relu.backward", x.device())) return l->forward_relu(x);
+  } else if (auto* c = dynamic_cast<Conv2d*>(&layer); c != nullptr && c->bias.defined()) {
+    if (has_kernels("bias_relu", "bias_relu.backward", x.device())) return c->forward_relu(x);
+  } else if (auto* b = dynamic_cast<BatchNorm*>(&layer); b != nullptr) {
+    if (has_kernels("batch_norm_relu", "batch_norm_relu.backward", x.device())) return b->forward_relu(x);
+  }
   return Tensor();
 }
 
 }  // namespace
 
-bool bias_relu_fusion() { return fusion_flag(); }
-void set_bias_relu_fusion(bool on) { fusion_flag() = on; }
+bool relu_fusion() { return fusion_flag(); }
+void set_relu_fusion(bool on) { fusion_flag() = on; }
 
 Tensor Sequential::forward(const Tensor& x) {
   const auto& list = children();
-  const bool fuse = bias_relu_fusion() && has_bias_relu_kernels(x.device());
+  const bool fuse = relu_fusion();
   Tensor y = x;
   for (size_t i = 0; i < list.size(); ++i) {
     if (fuse && i + 1 < list.size() && dynamic_cast<ReLU*>(list[i + 1].second.get()) != nullptr) {

@@ -11,12 +11,14 @@
 //   ReLU, Flatten(start=1, end=-1)  max(x, 0); reshape dims start..end into one
 //   Sequential(m1, m2, ...)         m_k(...m_2(m_1(x))); children named "0", "1", ...
 //
-// Fused epilogue: inside a Sequential, a Linear or Conv2d with a bias followed directly by a ReLU runs as
-// the layer's forward_relu: the product without its bias, then bias_relu (ops/ops.h), which adds the bias
-// and applies the ReLU in one pass (and computes both gradients in one pass). The values are the same as
-// unfused up to float rounding of the bias gradient's sum; the model's modules and parameter names do
-// not change. On when the device has bias_relu kernels; set_bias_relu_fusion(false), or the environment
-// variable MINIDL_FUSE_BIAS_RELU=0 at start, turns it off (to compare, or to profile the unfused ops).
+// Fused ReLU epilogues: inside a Sequential, a layer followed directly by a ReLU runs as the layer's
+// forward_relu when it has one and the device has its kernels:
+//   Linear or Conv2d with a bias: the product without its bias, then bias_relu (ops/ops.h), which adds the
+//     bias and applies the ReLU in one pass (and computes both gradients in one pass);
+//   BatchNorm1d/2d: batch_norm_relu, the normalisation with the ReLU applied as it writes (in training).
+// The values are the same as unfused up to the float rounding of sums in the gradients; the model's
+// modules and parameter names do not change. set_relu_fusion(false), or the environment variable
+// MINIDL_FUSE_RELU=0 at start, turns it off (to compare, or to profile the unfused ops).
 //
 // A model in a few lines:
 //   Sequential net(Conv2d(1, 32, 3), ReLU(), MaxPool2d(2), Flatten(), Linear(32 * 13 * 13, 10));
@@ -100,6 +102,8 @@ class Dropout : public Module {
 class BatchNorm : public Module {
  public:
   Tensor forward(const Tensor& x) override;
+  // relu(forward(x)), fused in training (batch_norm_relu).
+  Tensor forward_relu(const Tensor& x);
   std::string describe() const override;
 
   int64_t num_features;
@@ -144,9 +148,9 @@ class Flatten : public Module {
   int start_dim, end_dim;
 };
 
-// Whether Sequential fuses a biased Linear or Conv2d with the ReLU after it (see the top of this file).
-bool bias_relu_fusion();
-void set_bias_relu_fusion(bool on);
+// Whether Sequential fuses a layer with the ReLU after it (see the top of this file).
+bool relu_fusion();
+void set_relu_fusion(bool on);
 
 class Sequential : public Module {
  public:

@@ -147,6 +147,14 @@ using BatchNormInferenceKernel = bool(const Tensor& x, const Tensor& gamma, cons
 using BatchNormBackwardKernel = bool(const Tensor& x, const Tensor& grad_y, const Tensor& gamma,
                                      const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
                                      Tensor& grad_gamma, Tensor& grad_beta);
+// Batch norm followed by a ReLU, fused (the captcha model's conv, BatchNorm2d, ReLU blocks):
+// Key "batch_norm_relu" (training): y = relu((x - mean_c) * invstd_c * gamma_c + beta_c), the BatchNormKernel
+//   signature (save_mean, save_invstd as there).
+// Key "batch_norm_relu.backward": y is that forward's output; the batch_norm.backward formulas with grad_y
+//   replaced by grad_y * [y > 0] (the ReLU's gradient, y > 0 exactly where the normalised value was).
+using BatchNormReluBackwardKernel = bool(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
+                                         const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
+                                         Tensor& grad_gamma, Tensor& grad_beta);
 
 // ---------------------------------------------------------------- optimizer updates (in place, float32)
 // Fused over a whole list of parameters so a GPU can do all of them in a few launches.

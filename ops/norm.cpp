@@ -16,6 +16,11 @@
 //                grad_beta = sum g          (written with ops; rarely needed)
 // gamma / beta may be undefined (no affine part): they then act as ones / zeros.
 //
+// batch_norm_relu: relu(batch_norm(x)). Training uses the fused kernels "batch_norm_relu" (the ReLU applied
+// as y is written) and "batch_norm_relu.backward" (given the output y, it reads g * [y > 0] wherever the
+// formulas above read g), and keeps y alone for the backward where the unfused pair keeps the normalised
+// values too; evaluation is batch_norm then relu.
+//
 // dropout: out = x * mask, mask[i] = (u_i >= p) ? 1 / (1 - p) : 0 from the counter-based generator
 // (kernel "dropout_mask", core/philox.h), so the gradient is mul's: g * mask.
 #include "core/dispatch.h"
@@ -58,8 +63,11 @@ void update_running_stats(const Tensor& running_mean, const Tensor& running_var,
 
 }  // namespace
 
-Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
-                  const Tensor& running_var, bool training, double momentum, double eps) {
+namespace {
+
+// batch_norm, or batch_norm_relu (training mode only: evaluation is batch_norm then relu) when relu is set.
+Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum, double eps, bool relu) {
   check_floating("batch_norm", x);
   MINIDL_CHECK(x.dim() >= 2 && x.dim() <= 4, "batch_norm: expected input [N, C], [N, C, L] or [N, C, H, W], got ",
                shape_str(x.shape()));
@@ -83,10 +91,23 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
     MINIDL_CHECK(count > 1, "batch_norm: training needs more than one value per channel, got input of shape ",
                  shape_str(x.shape()));
     Tensor save_mean = empty({channels}, x.options()), save_invstd = empty({channels}, x.options());
-    dispatch<BatchNormKernel>("batch_norm", x.device(), x3, g, b, eps, y3, save_mean, save_invstd);
+    dispatch<BatchNormKernel>(relu ? "batch_norm_relu" : "batch_norm", x.device(), x3, g, b, eps, y3, save_mean,
+                              save_invstd);
     update_running_stats(running_mean, running_var, save_mean, save_invstd, momentum, eps, count);
     Tensor out = y3.view(x.shape());
-    if (needs_grad({x, gamma, beta}))
+    if (relu && needs_grad({x, gamma, beta})) {
+      attach_grad_fn(
+          out, "BatchNormReluBackward", {x, gamma, beta},
+          [x3, y3 = y3.detach(), g, save_mean, save_invstd, shape = x.shape(), gamma_grad,
+           beta_grad](const Tensor& grad) {
+            Tensor grad_x = empty(x3.shape(), x3.options());
+            Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
+            dispatch<BatchNormReluBackwardKernel>("batch_norm_relu.backward", grad.device(), x3, y3,
+                                                  grad.contiguous().view(x3.shape()), g, save_mean, save_invstd,
+                                                  grad_x, grad_gamma, grad_beta);
+            return grads{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+          });
+    } else if (needs_grad({x, gamma, beta}))
       attach_grad_fn(
           out, "BatchNormBackward", {x, gamma, beta},
           [x3, g, save_mean, save_invstd, shape = x.shape(), gamma_grad, beta_grad](const Tensor& grad) {
@@ -102,6 +123,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
 
   MINIDL_CHECK(running_mean.defined() && running_var.defined(),
                "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
+  if (relu) return minidl::relu(batch_norm_impl(x, gamma, beta, running_mean, running_var, false, momentum, eps, false));
   const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
   dispatch<BatchNormInferenceKernel>("batch_norm.inference", x.device(), x3, g, b, mean_c, var_c, eps, y3);
   Tensor out = y3.view(x.shape());
@@ -120,6 +142,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
                      return grads{grad_x, grad_gamma, grad_beta};
                    });
   return out;
+}
+
+}  // namespace
+
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, gamma, beta, running_mean, running_var, training, momentum, eps, false);
+}
+
+Tensor batch_norm_relu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, gamma, beta, running_mean, running_var, training, momentum, eps, true);
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {

@@ -137,11 +137,16 @@ Tensor gru_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_
 // One kernel call forward and one backward, like gru_sequence.
 Tensor lstm_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional);
 
-// ---- fused bias + ReLU (ops/bias_relu.cpp)
+// ---- fused ReLU epilogues (ops/bias_relu.cpp; batch_norm_relu in ops/norm.cpp)
 // relu(y + bias) with bias [C] broadcast along dim `dim` of y (1 for conv2d's [N, C, H, W], -1 for
 // linear's [..., C]): one kernel pass instead of two, and one backward pass (grad_y and grad_bias
 // together) instead of relu's backward and a sum. nn's Sequential runs a Linear or Conv2d followed by
 // a ReLU through it (nn/layers.h).
 Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim = 1);
+// relu(batch_norm(...)) with the same arguments. In training, one fused kernel forward (the ReLU applied
+// as the normalised values are written) and one backward (the ReLU's mask applied as the gradient is
+// read), and one saved activation instead of two; in evaluation, batch_norm then relu.
+Tensor batch_norm_relu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                       const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
 
 }  // namespace minidl

@@ -1,7 +1,8 @@
 // tests/test_bias_relu.cpp — the fused bias + ReLU: every kernel against the naive CPU reference (forward
 // and backward, both layouts, sizes large enough for the threaded paths), the op against the same layer
 // written with add and relu (values and gradients), a float64 gradcheck, its errors, and Sequential's
-// fusion: which pairs it fuses, and that the model computes the same outputs and gradients either way.
+// fusion (with batch_norm_relu, tested with the norm ops): which pairs it fuses, and that the model
+// computes the same outputs and gradients either way.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -159,23 +160,32 @@ TEST_CASE("bias_relu: errors name the op and the shapes", "[elementwise]") {
 
 namespace {
 
-int counted_calls = 0;
-// Declines every call after counting it, so the real kernels still compute.
+int counted_calls = 0, counted_bn_calls = 0;
+// Decline every call after counting it, so the real kernels still compute.
 bool counting_bias_relu(const Tensor&, const Tensor&, Tensor&) {
   ++counted_calls;
+  return false;
+}
+bool counting_batch_norm_relu(const Tensor&, const Tensor&, const Tensor&, double, Tensor&, Tensor&, Tensor&) {
+  ++counted_bn_calls;
   return false;
 }
 
 }  // namespace
 
-TEST_CASE("Sequential fuses a biased Linear or Conv2d with the ReLU after it, with the same results", "[nn]") {
+TEST_CASE("Sequential fuses a biased Linear or Conv2d, or a BatchNorm, with the ReLU after it, with the same results",
+          "[nn]") {
   manual_seed(44);
-  // Fused: 0+1 (a conv with a bias) and 5+6 (a linear layer with a bias). Not fused: 2+3 (a conv without
-  // a bias), 7 (a ReLU after the fused pair: it runs on its own) and 8 (a linear layer with no ReLU after it).
+  // Fused: 0+1 (a conv with a bias), 3+4 (batch norm) and 8+9 (a linear layer with a bias). Not fused: 2 (a
+  // conv without a bias, before the batch norm), 5+6 (a conv without a bias and its ReLU), 10 (a ReLU after
+  // a fused pair: it runs on its own) and 11 (a linear layer with no ReLU after it).
   Sequential net;
   net.push_back(std::make_shared<Conv2d>(2, 3, 3));
   net.push_back(std::make_shared<ReLU>());
   net.push_back(std::make_shared<Conv2d>(3, 4, 3, 1, 1, /*bias=*/false));
+  net.push_back(std::make_shared<BatchNorm2d>(4));
+  net.push_back(std::make_shared<ReLU>());
+  net.push_back(std::make_shared<Conv2d>(4, 4, 3, 1, 1, /*bias=*/false));
   net.push_back(std::make_shared<ReLU>());
   net.push_back(std::make_shared<Flatten>());
   net.push_back(std::make_shared<Linear>(4 * 4 * 4, 5));
@@ -185,30 +195,36 @@ TEST_CASE("Sequential fuses a biased Linear or Conv2d with the ReLU after it, wi
   const Tensor x = uniform({3, 2, 6, 6}, -1, 1, DType::float32);
 
   ScopedKernel<BiasReluKernel> counter("bias_relu", DeviceType::cpu, "counter", counting_bias_relu);
+  ScopedKernel<BatchNormKernel> bn_counter("batch_norm_relu", DeviceType::cpu, "counter", counting_batch_norm_relu);
   select_kernel("bias_relu", DeviceType::cpu, "counter");
+  select_kernel("batch_norm_relu", DeviceType::cpu, "counter");
   auto forward_backward = [&](bool fuse) {
-    set_bias_relu_fusion(fuse);
+    set_relu_fusion(fuse);
     net.zero_grad();
     counted_calls = 0;
+    counted_bn_calls = 0;
     const Tensor out = net(x);
     sum(mul(out, out)).backward();
-    set_bias_relu_fusion(true);
+    set_relu_fusion(true);
     std::vector<Tensor> all{out.detach()};
     for (const Tensor& p : net.parameters()) all.push_back(p.grad());
     return all;
   };
   const std::vector<Tensor> unfused = forward_backward(false);
   CHECK(counted_calls == 0);
+  CHECK(counted_bn_calls == 0);
   const std::vector<Tensor> fused = forward_backward(true);
   CHECK(counted_calls == 2);
+  CHECK(counted_bn_calls == 1);
   CHECK(last_kernel("bias_relu", DeviceType::cpu) != "counter");
+  CHECK(last_kernel("batch_norm_relu", DeviceType::cpu) != "counter");
   REQUIRE(fused.size() == unfused.size());
   for (size_t i = 0; i < fused.size(); ++i) {
     INFO("tensor " << i << " (0: the output, then each parameter's gradient)");
     CHECK(compare(fused[i], unfused[i], 1e-5, 1e-6) == "");
   }
   // The module list and the parameter names do not change (checkpoints load either way).
-  CHECK(net.size() == 9);
+  CHECK(net.size() == 12);
   CHECK(net.named_parameters()[0].first == "0.weight");
   // forward_relu needs a bias.
   CHECK_THROWS_WITH(dynamic_cast<Conv2d&>(net[2]).forward_relu(uniform({1, 3, 4, 4}, -1, 1, DType::float32)),

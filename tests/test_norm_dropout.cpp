@@ -1,5 +1,6 @@
-// tests/test_norm_dropout.cpp — batch_norm (training, running statistics, evaluation) and dropout: every
-// kernel against the naive CPU reference, float64 gradchecks, values by hand, mask statistics, errors.
+// tests/test_norm_dropout.cpp — batch_norm (training, running statistics, evaluation), the fused
+// batch_norm_relu, and dropout: every kernel against the naive CPU reference, float64 gradchecks, values
+// by hand, mask statistics, errors.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -194,6 +195,102 @@ TEST_CASE("batch_norm reports bad arguments", "[norm][errors]") {
                     Catch::Contains("more than one value per channel"));
   CHECK_THROWS_WITH(batch_norm(zeros({2, 3, 1, 1, 1}), c3, c3, c3, c3, true), Catch::Contains("[2,3,1,1,1]"));
   CHECK_THROWS_WITH(batch_norm(zeros({4}), Tensor(), Tensor(), Tensor(), Tensor(), true), Catch::Contains("[N, C]"));
+}
+
+// ------------------------------------------------------------------------------------------ batch_norm_relu
+
+namespace {
+
+// What batch_norm_relu (fused: true) or relu(batch_norm(...)) (fused: false) produces for sum(y * w).
+BatchNormRun run_batch_norm_relu(const Tensor& x_host, const Tensor& gamma_host, const Tensor& beta_host,
+                                 const Tensor& w_host, bool training, Device d, bool fused) {
+  Tensor x = leaf_on(x_host, d), gamma = leaf_on(gamma_host, d), beta = leaf_on(beta_host, d);
+  const int64_t channels = gamma_host.numel();
+  Tensor running_mean = mul_scalar(arange(channels, TensorOptions(x_host.dtype(), d)), 0.1);
+  Tensor running_var = add_scalar(mul_scalar(arange(channels, TensorOptions(x_host.dtype(), d)), 0.2), 0.5);
+  Tensor y = fused ? batch_norm_relu(x, gamma, beta, running_mean, running_var, training, 0.1, 1e-5)
+                   : relu(batch_norm(x, gamma, beta, running_mean, running_var, training, 0.1, 1e-5));
+  sum(mul(y, w_host.to(d))).backward();
+  return {y, x.grad(), gamma.grad(), beta.grad(), running_mean, running_var};
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm_relu kernels match the naive reference, and relu(batch_norm) everywhere", "[norm]") {
+  manual_seed(43);
+  for (const Shape& shape : std::vector<Shape>{{5, 7, 9, 11}, {6, 5}, {4, 3, 10}, {16, 8, 17, 17}}) {
+    INFO("shape " << shape_str(shape));
+    const Tensor x = uniform(shape, -2, 2, DType::float32);
+    const Tensor gamma = uniform({shape[1]}, 0.5, 1.5, DType::float32);
+    // Betas of both signs move the share of values the ReLU zeroes away from one half.
+    const Tensor beta = uniform({shape[1]}, -1, 1, DType::float32);
+    const Tensor w = uniform(shape, -1, 1, DType::float32);
+    const BatchNormRun ref = naive_ref("batch_norm_relu", [&] {
+      return run_batch_norm_relu(x, gamma, beta, w, true, Device::cpu(), true);
+    });
+    for_each_kernel("batch_norm_relu", [&](Device d, const std::string& name) {
+      const BatchNormRun got = run_batch_norm_relu(x, gamma, beta, w, true, d, true);
+      CHECK(last_kernel("batch_norm_relu", d.type) == name);
+      CHECK(last_kernel("batch_norm_relu.backward", d.type) == name);
+      CHECK(compare(got.y, ref.y, 1e-4, 1e-4) == "");
+      CHECK(compare(got.grad_x, ref.grad_x, 1e-3, 1e-4) == "");
+      CHECK(compare(got.grad_gamma, ref.grad_gamma, 1e-4, 1e-3) == "");
+      CHECK(compare(got.grad_beta, ref.grad_beta, 1e-4, 1e-3) == "");
+      CHECK(compare(got.running_mean, ref.running_mean, 1e-5, 1e-5) == "");
+      CHECK(compare(got.running_var, ref.running_var, 1e-4, 1e-5) == "");
+    });
+    // The fused op against the two ops it replaces, with the default kernels, training and evaluation.
+    for (const Device d : test_devices()) {
+      if (kernels_for("batch_norm_relu", d.type).empty()) {
+        WARN("batch_norm_relu: no kernel for " << d.str() << " yet, skipped there (Sequential runs unfused on it)");
+        continue;
+      }
+      for (bool training : {true, false}) {
+        INFO("device " << d.str() << ", training " << training);
+        const BatchNormRun fused = run_batch_norm_relu(x, gamma, beta, w, training, d, true);
+        const BatchNormRun composed = run_batch_norm_relu(x, gamma, beta, w, training, d, false);
+        CHECK(compare(fused.y, composed.y, 1e-5, 1e-5) == "");
+        CHECK(compare(fused.grad_x, composed.grad_x, 1e-3, 1e-4) == "");
+        CHECK(compare(fused.grad_gamma, composed.grad_gamma, 1e-4, 1e-3) == "");
+        CHECK(compare(fused.grad_beta, composed.grad_beta, 1e-4, 1e-3) == "");
+        CHECK(compare(fused.running_mean, composed.running_mean, 0, 0) == "");
+        CHECK(compare(fused.running_var, composed.running_var, 0, 0) == "");
+      }
+    }
+  }
+}
+
+TEST_CASE("gradcheck: batch_norm_relu training (with and without gamma and beta) and evaluation",
+          "[norm][gradcheck]") {
+  manual_seed(44);
+  for (const Shape& shape : std::vector<Shape>{{6, 4}, {3, 2, 3, 2}}) {
+    INFO("shape " << shape_str(shape));
+    Tensor x = uniform(shape, -2, 2), gamma = uniform({shape[1]}, 0.5, 1.5), beta = uniform({shape[1]}, -0.5, 0.5);
+    x.requires_grad_();
+    gamma.requires_grad_();
+    beta.requires_grad_();
+    CHECK(gradcheck(
+              [](const std::vector<Tensor>& in) {
+                return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
+              },
+              {x, gamma, beta}) == "");
+    CHECK(gradcheck(
+              [](const std::vector<Tensor>& in) {
+                return batch_norm_relu(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+              },
+              {x}) == "");
+    const Tensor running_mean = uniform({shape[1]}, -1, 1), running_var = uniform({shape[1]}, 0.5, 2);
+    CHECK(gradcheck(
+              [&](const std::vector<Tensor>& in) {
+                return batch_norm_relu(in[0], in[1], in[2], running_mean, running_var, false);
+              },
+              {x, gamma, beta}) == "");
+  }
+  // The errors are batch_norm's.
+  CHECK_THROWS_WITH(batch_norm_relu(zeros({4, 3}), ones({4}), Tensor(), Tensor(), Tensor(), true),
+                    Catch::Contains("gamma must have shape [3]"));
+  CHECK_THROWS_WITH(batch_norm_relu(zeros({4, 3}), Tensor(), Tensor(), Tensor(), Tensor(), false),
+                    Catch::Contains("needs running_mean"));
 }
 
 // ------------------------------------------------------------------------------------------ dropout

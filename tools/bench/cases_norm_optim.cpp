@@ -8,6 +8,8 @@
 //   batch_norm (training) 8: the mean (1), the variance (3: subtract, square, add), y = xhat*gamma+beta
 //   with per-channel scale (4: subtract, multiply, FMA); inference 2 (one FMA with per-channel constants);
 //   backward 10: the two sums (1 + 4 with xhat) and grad_x (5)
+//   batch_norm_relu: batch_norm's (the clamp not counted); its backward 11 (the mask's select) and one
+//   more tensor read (the forward's output)
 //   sgd_step 7 with momentum 0.9 and weight decay (g + wd p: 2, b = m b + g': 3, p -= lr b: 2)
 //   adam_step 14: m (3), v (4), the two bias corrections (2), sqrt, add eps, divide, p -= lr * ... (2)
 // Bytes: x (or p, g and the optimizer state) read once, every output written once.
@@ -34,7 +36,7 @@ BenchCase batch_norm_case(const std::string& key, const std::string& spec, Devic
   const double eps = 1e-5;
   Tensor x = normal_input(xs, d), gamma = uniform_input(cs, 0.5, 1.5, d), beta = uniform_input(cs, -0.5, 0.5, d);
   BenchCase c;
-  if (key == "batch_norm") {
+  if (key == "batch_norm" || key == "batch_norm_relu") {
     Tensor y = output(xs, d), mean = output(cs, d), invstd = output(cs, d);
     c.flops = 8 * n;
     c.bytes = 2 * n * kFloatBytes;
@@ -60,9 +62,21 @@ BenchCase batch_norm_case(const std::string& key, const std::string& spec, Devic
     Tensor grad_x = output(xs, d), grad_gamma = output(cs, d), grad_beta = output(cs, d);
     c.flops = 10 * n;
     c.bytes = 3 * n * kFloatBytes;
-    c.run = [=](const KernelInfo& k) mutable {
-      return call_as<BatchNormBackwardKernel>(k, x, grad_y, gamma, mean, invstd, grad_x, grad_gamma, grad_beta);
-    };
+    if (key == "batch_norm_relu.backward") {
+      // The ReLU's mask comes from the forward's output: batch_norm's y, clamped at 0 (y itself serves,
+      // as only its sign is read).
+      Tensor y = y_cpu.to(d);
+      c.flops = 11 * n;
+      c.bytes = 4 * n * kFloatBytes;
+      c.run = [=](const KernelInfo& k) mutable {
+        return call_as<BatchNormReluBackwardKernel>(k, x, y, grad_y, gamma, mean, invstd, grad_x, grad_gamma,
+                                                    grad_beta);
+      };
+    } else {
+      c.run = [=](const KernelInfo& k) mutable {
+        return call_as<BatchNormBackwardKernel>(k, x, grad_y, gamma, mean, invstd, grad_x, grad_gamma, grad_beta);
+      };
+    }
     c.outputs = [=] { return std::vector<Tensor>{grad_x, grad_gamma, grad_beta}; };
   }
   return c;
@@ -177,6 +191,15 @@ void add_norm_optim_cases(std::vector<CaseFamily>& families) {
                                     MINIDL_BENCH_KEYS(BatchNormBackwardKernel, {"batch_norm.backward"}))),
                       kBatchNormSyntax,
                       "x [N, C, S] (NxCxHxW is read as S = H*W); statistics per channel",
+                      "3x4x5",
+                      {{"64x128", "BatchNorm1d-sized, [N, C]"},
+                       {"128x256x8x24", "captcha block-4 batch norm"},
+                       {"128x32x64x192", "large: captcha block-1 batch norm, 200 MiB"}},
+                      batch_norm_case});
+  families.push_back({concat(MINIDL_BENCH_KEYS(BatchNormKernel, {"batch_norm_relu"}),
+                             MINIDL_BENCH_KEYS(BatchNormReluBackwardKernel, {"batch_norm_relu.backward"})),
+                      kBatchNormSyntax,
+                      "x [N, C, S] (NxCxHxW is read as S = H*W); statistics per channel, then a ReLU",
                       "3x4x5",
                       {{"64x128", "BatchNorm1d-sized, [N, C]"},
                        {"128x256x8x24", "captcha block-4 batch norm"},
