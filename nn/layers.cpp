@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <typeinfo>
 
 #include "core/dispatch.h"
 #include "nn/init.h"
@@ -189,15 +190,23 @@ bool has_kernels(const char* op, const char* backward, Device device) {
   return !registry.candidates(op, device.type).empty() && !registry.candidates(backward, device.type).empty();
 }
 
-// `layer` then ReLU as one fused call, or an undefined tensor when `layer` has no fused form here (not a
-// Linear, Conv2d or BatchNorm; a Linear or Conv2d without a bias; no kernels for the device).
+// Exactly a T, not a subclass: a subclass may override forward, which fusing would skip.
+template <class T>
+T* exactly(Module& m) {
+  return typeid(m) == typeid(T) ? static_cast<T*>(&m) : nullptr;
+}
+
+// `layer` then ReLU as one fused call, or an undefined tensor when `layer` has no fused form here (not
+// exactly a Linear, Conv2d, BatchNorm1d or BatchNorm2d; a Linear or Conv2d without a bias; no kernels for
+// the device).
 Tensor forward_then_relu(Module& layer, const Tensor& x) {
-  if (auto* l = dynamic_cast<Linear*>(&layer); l != nullptr && l->bias.defined()) {
+  if (Linear* l = exactly<Linear>(layer); l != nullptr && l->bias.defined()) {
     if (has_kernels("bias_relu", "bias_relu.backward", x.device())) return l->forward_relu(x);
-  } else if (auto* c = dynamic_cast<Conv2d*>(&layer); c != nullptr && c->bias.defined()) {
+  } else if (Conv2d* c = exactly<Conv2d>(layer); c != nullptr && c->bias.defined()) {
     if (has_kernels("bias_relu", "bias_relu.backward", x.device())) return c->forward_relu(x);
-  } else if (auto* b = dynamic_cast<BatchNorm*>(&layer); b != nullptr) {
-    if (has_kernels("batch_norm_relu", "batch_norm_relu.backward", x.device())) return b->forward_relu(x);
+  } else if (exactly<BatchNorm1d>(layer) != nullptr || exactly<BatchNorm2d>(layer) != nullptr) {
+    if (has_kernels("batch_norm_relu", "batch_norm_relu.backward", x.device()))
+      return static_cast<BatchNorm&>(layer).forward_relu(x);
   }
   return Tensor();
 }
@@ -212,7 +221,7 @@ Tensor Sequential::forward(const Tensor& x) {
   const bool fuse = relu_fusion();
   Tensor y = x;
   for (size_t i = 0; i < list.size(); ++i) {
-    if (fuse && i + 1 < list.size() && dynamic_cast<ReLU*>(list[i + 1].second.get()) != nullptr) {
+    if (fuse && i + 1 < list.size() && exactly<ReLU>(*list[i + 1].second) != nullptr) {
       Tensor fused = forward_then_relu(*list[i].second, y);
       if (fused.defined()) {
         y = fused;

@@ -226,6 +226,26 @@ TEST_CASE("Sequential fuses a biased Linear or Conv2d, or a BatchNorm, with the 
   // The module list and the parameter names do not change (checkpoints load either way).
   CHECK(net.size() == 12);
   CHECK(net.named_parameters()[0].first == "0.weight");
+  // A subclass is not fused: it may override forward (here a Linear that doubles its output, and a ReLU
+  // subclass that is no longer a ReLU), and fusing would skip that.
+  struct DoublingLinear : Linear {
+    using Linear::Linear;
+    Tensor forward(const Tensor& x) override { return mul_scalar(Linear::forward(x), 2.0); }
+  };
+  struct Negate : ReLU {
+    Tensor forward(const Tensor& x) override { return neg(x); }
+  };
+  Sequential custom;
+  custom.push_back(std::make_shared<DoublingLinear>(3, 4));
+  custom.push_back(std::make_shared<ReLU>());
+  custom.push_back(std::make_shared<Linear>(4, 4));
+  custom.push_back(std::make_shared<Negate>());
+  const Tensor v = uniform({5, 3}, -1, 1, DType::float32);
+  counted_calls = 0;
+  const Tensor got = custom(v);
+  CHECK(counted_calls == 0);
+  const Tensor expected = neg(custom[2](relu(custom[0](v))));
+  CHECK(compare(got, expected, 0, 0) == "");
   // forward_relu needs a bias.
   CHECK_THROWS_WITH(dynamic_cast<Conv2d&>(net[2]).forward_relu(uniform({1, 3, 4, 4}, -1, 1, DType::float32)),
                     Catch::Contains("forward_relu needs a bias"));
