@@ -73,7 +73,8 @@ class CpuBackend final : public DeviceBackend {
   // A quarter of the physical memory, at least 1 GiB.
   static size_t cache_limit() {
     const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
-    const size_t physical = pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
+    const size_t physical =
+        pages > 0 && page_size > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page_size) : 0;
     return std::max(size_t(1) << 30, physical / 4);
   }
 

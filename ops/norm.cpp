@@ -123,7 +123,8 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 
   MINIDL_CHECK(running_mean.defined() && running_var.defined(),
                "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
-  if (relu) return minidl::relu(batch_norm_impl(x, gamma, beta, running_mean, running_var, false, momentum, eps, false));
+  if (relu)
+    return minidl::relu(batch_norm_impl(x, gamma, beta, running_mean, running_var, false, momentum, eps, false));
   const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
   dispatch<BatchNormInferenceKernel>("batch_norm.inference", x.device(), x3, g, b, mean_c, var_c, eps, y3);
   Tensor out = y3.view(x.shape());

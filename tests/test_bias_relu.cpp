@@ -26,7 +26,9 @@ struct Sizes {
 
 // Odd sizes of both layouts (inner 1: after a linear layer), and above the 32k elements where the omp
 // kernel goes parallel, in each of its two backward paths.
-std::vector<Sizes> sweep_sizes() { return {{3, 5, 7}, {4, 6, 1}, {1, 1, 1}, {2, 3, 20011}, {701, 67, 1}, {64, 32, 676}}; }
+std::vector<Sizes> sweep_sizes() {
+  return {{3, 5, 7}, {4, 6, 1}, {1, 1, 1}, {2, 3, 20011}, {701, 67, 1}, {64, 32, 676}};
+}
 
 // out = bias_relu(y, b) and its gradients for sum(out * w), on device d, with kernel selection as it is.
 struct Result {
@@ -147,8 +149,8 @@ TEST_CASE("bias_relu: finite-difference gradients in float64", "[elementwise][gr
 
 TEST_CASE("bias_relu: errors name the op and the shapes", "[elementwise]") {
   const Tensor y = zeros({2, 3, 4});
-  CHECK_THROWS_WITH(bias_relu(y, zeros({4}), 1),
-                    Catch::Contains("bias_relu: bias of shape [4] does not match dimension 1 of the input [2,3,4] (expected [3])"));
+  CHECK_THROWS_WITH(bias_relu(y, zeros({4}), 1), Catch::Contains("bias_relu: bias of shape [4] does not match "
+                                                                  "dimension 1 of the input [2,3,4] (expected [3])"));
   CHECK_THROWS_WITH(bias_relu(y, zeros({3, 1}), 1), Catch::Contains("bias_relu: bias of shape [3,1]"));
   CHECK_THROWS_WITH(bias_relu(y, zeros({3}), 3), Catch::Contains("bias_relu"));
   CHECK_THROWS_WITH(bias_relu(y, zeros({3}, DType::float64), 1), Catch::Contains("bias_relu"));

@@ -156,31 +156,39 @@ TEST_CASE("batch_norm evaluation uses the running statistics and leaves them alo
   });
 }
 
-TEST_CASE("gradcheck: batch_norm training (2-D, 3-D, 4-D, gamma and beta) and evaluation", "[norm][gradcheck]") {
+TEST_CASE("gradcheck: batch_norm and batch_norm_relu, training (2-D, 3-D, 4-D, gamma and beta) and evaluation",
+          "[norm][gradcheck]") {
+  using BatchNormFn = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, bool,
+                                 double, double);
   manual_seed(42);
-  for (const Shape& shape : std::vector<Shape>{{6, 4}, {4, 3, 5}, {3, 2, 3, 2}}) {
-    INFO("shape " << shape_str(shape));
-    Tensor x = uniform(shape, -2, 2), gamma = uniform({shape[1]}, 0.5, 1.5), beta = uniform({shape[1]}, -1, 1);
-    x.requires_grad_();
-    gamma.requires_grad_();
-    beta.requires_grad_();
-    // Training: running statistics are optional and do not affect the output.
-    CHECK(gradcheck(
-              [](const std::vector<Tensor>& in) { return batch_norm(in[0], in[1], in[2], Tensor(), Tensor(), true); },
-              {x, gamma, beta}) == "");
-    // Without the affine part.
-    CHECK(gradcheck(
-              [](const std::vector<Tensor>& in) {
-                return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
-              },
-              {x}) == "");
-    // Evaluation: constant statistics.
-    const Tensor running_mean = uniform({shape[1]}, -1, 1), running_var = uniform({shape[1]}, 0.5, 2);
-    CHECK(gradcheck(
-              [&](const std::vector<Tensor>& in) {
-                return batch_norm(in[0], in[1], in[2], running_mean, running_var, false);
-              },
-              {x, gamma, beta}) == "");
+  for (const BatchNormFn op : {&batch_norm, &batch_norm_relu}) {
+    INFO((op == &batch_norm ? "batch_norm" : "batch_norm_relu"));
+    for (const Shape& shape : std::vector<Shape>{{6, 4}, {4, 3, 5}, {3, 2, 3, 2}}) {
+      INFO("shape " << shape_str(shape));
+      Tensor x = uniform(shape, -2, 2), gamma = uniform({shape[1]}, 0.5, 1.5), beta = uniform({shape[1]}, -1, 1);
+      x.requires_grad_();
+      gamma.requires_grad_();
+      beta.requires_grad_();
+      // Training: running statistics are optional and do not affect the output.
+      CHECK(gradcheck(
+                [op](const std::vector<Tensor>& in) {
+                  return op(in[0], in[1], in[2], Tensor(), Tensor(), true, 0.1, 1e-5);
+                },
+                {x, gamma, beta}) == "");
+      // Without the affine part.
+      CHECK(gradcheck(
+                [op](const std::vector<Tensor>& in) {
+                  return op(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5);
+                },
+                {x}) == "");
+      // Evaluation: constant statistics.
+      const Tensor running_mean = uniform({shape[1]}, -1, 1), running_var = uniform({shape[1]}, 0.5, 2);
+      CHECK(gradcheck(
+                [&](const std::vector<Tensor>& in) {
+                  return op(in[0], in[1], in[2], running_mean, running_var, false, 0.1, 1e-5);
+                },
+                {x, gamma, beta}) == "");
+    }
   }
 }
 
@@ -260,33 +268,7 @@ TEST_CASE("batch_norm_relu kernels match the naive reference, and relu(batch_nor
   }
 }
 
-TEST_CASE("gradcheck: batch_norm_relu training (with and without gamma and beta) and evaluation",
-          "[norm][gradcheck]") {
-  manual_seed(44);
-  for (const Shape& shape : std::vector<Shape>{{6, 4}, {3, 2, 3, 2}}) {
-    INFO("shape " << shape_str(shape));
-    Tensor x = uniform(shape, -2, 2), gamma = uniform({shape[1]}, 0.5, 1.5), beta = uniform({shape[1]}, -0.5, 0.5);
-    x.requires_grad_();
-    gamma.requires_grad_();
-    beta.requires_grad_();
-    CHECK(gradcheck(
-              [](const std::vector<Tensor>& in) {
-                return batch_norm_relu(in[0], in[1], in[2], Tensor(), Tensor(), true);
-              },
-              {x, gamma, beta}) == "");
-    CHECK(gradcheck(
-              [](const std::vector<Tensor>& in) {
-                return batch_norm_relu(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
-              },
-              {x}) == "");
-    const Tensor running_mean = uniform({shape[1]}, -1, 1), running_var = uniform({shape[1]}, 0.5, 2);
-    CHECK(gradcheck(
-              [&](const std::vector<Tensor>& in) {
-                return batch_norm_relu(in[0], in[1], in[2], running_mean, running_var, false);
-              },
-              {x, gamma, beta}) == "");
-  }
-  // The errors are batch_norm's.
+TEST_CASE("batch_norm_relu reports the errors of batch_norm", "[norm][errors]") {
   CHECK_THROWS_WITH(batch_norm_relu(zeros({4, 3}), ones({4}), Tensor(), Tensor(), Tensor(), true),
                     Catch::Contains("gamma must have shape [3]"));
   CHECK_THROWS_WITH(batch_norm_relu(zeros({4, 3}), Tensor(), Tensor(), Tensor(), Tensor(), false),

@@ -1,6 +1,7 @@
 // tools/bench/cases_elementwise.cpp — bench cases of the elementwise keys: unary (neg ... tanh), with a
 // scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward), copy, cast, fill,
-// dropout_mask and the fused bias_relu (forward and backward). All are memory-bound: GB/s is the number to read, against the device's bandwidth.
+// dropout_mask and the fused bias_relu (forward and backward). All are memory-bound: GB/s is the number
+// to read, against the device's bandwidth.
 //
 // Shape syntax: a tensor shape, "64x32x26x26". copy also takes ",t": the source is then a transposed
 // view (its last two dims swapped), the strided copy a contiguous-only kernel declines.
