@@ -173,9 +173,12 @@ Module& Sequential::operator[](size_t i) const {
 
 namespace {
 
+// MINIDL_FUSE_RELU: "" or "1" on (the default), "0" off; anything else is an error naming the variable.
 bool fusion_from_environment() {
   const char* v = std::getenv("MINIDL_FUSE_RELU");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+  const std::string text = v ? v : "";
+  MINIDL_CHECK(text.empty() || text == "0" || text == "1", "MINIDL_FUSE_RELU must be 0 or 1, got '", text, "'");
+  return text != "0";
 }
 
 bool& fusion_flag() {
@@ -215,6 +218,7 @@ Tensor forward_then_relu(Module& layer, const Tensor& x) {
 
 bool relu_fusion() { return fusion_flag(); }
 void set_relu_fusion(bool on) { fusion_flag() = on; }
+void check_fusion_environment() { fusion_from_environment(); }
 
 Tensor Sequential::forward(const Tensor& x) {
   const auto& list = children();

@@ -151,6 +151,9 @@ class Flatten : public Module {
 // Whether Sequential fuses a layer with the ReLU after it (see the top of this file).
 bool relu_fusion();
 void set_relu_fusion(bool on);
+// Throws an Error when MINIDL_FUSE_RELU is set to anything but 0 or 1 (programs call it at start, with
+// check_environment, so that a typo fails before any work).
+void check_fusion_environment();
 
 class Sequential : public Module {
  public:

@@ -10,6 +10,7 @@
 
 #include "core/backend.h"
 #include "examples/flags.h"
+#include "nn/layers.h"
 #include "nn/lr_schedule.h"
 #include "nn/progress.h"
 #include "ops/ops.h"
@@ -61,6 +62,14 @@ TEST_CASE("environment: a malformed MINIDL_CUDA_MEMORY_LIMIT fails up front, wha
   {
     EnvScope numerics("MINIDL_CHECK_NUMERICS", "2");
     CHECK_THROWS_WITH(check_environment(), Catch::Contains("MINIDL_CHECK_NUMERICS"));
+  }
+  {
+    EnvScope fuse("MINIDL_FUSE_RELU", "off");
+    CHECK_THROWS_WITH(check_fusion_environment(), Catch::Contains("MINIDL_FUSE_RELU must be 0 or 1, got 'off'"));
+  }
+  for (const char* ok : {"0", "1", ""}) {
+    EnvScope fuse("MINIDL_FUSE_RELU", ok);
+    CHECK_NOTHROW(check_fusion_environment());
   }
   // The parser itself (also built without CUDA now).
   CHECK(parse_cuda_memory_limit("512M", 0) == size_t(512) << 20);

@@ -867,6 +867,7 @@ int main(int argc, char** argv) {
 
   try {
     check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
+    check_fusion_environment();  // MINIDL_FUSE_RELU (nn/layers.h)
     if (*train_cmd) {
       apply_recipe(tf, *train_cmd);
       return train(tf);
