@@ -14,6 +14,9 @@
 #                    of fonts-dejavu-core in data/fonts/)
 #   epochs           whole MNIST epochs against PyTorch at batch 64 and 1024 (scripts/compare-torch.sh)
 #   recipe           `mnist train --recipe fast --target-accuracy 0.99` over seeds 1 to 10
+#   fusion           the fused ReLU epilogues (bias_relu, batch_norm_relu): their tests and benchmarks, then
+#                    mnist and captcha bench with MINIDL_FUSE_RELU=1 and 0, alternated twice; a device without
+#                    the fused kernels runs both unfused (the tests say so)
 # Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
 # default steps fit one 10-minute call; captcha (~4 minutes), torch (~2) and compare (~1-2) are asked
 # for by name.
@@ -117,6 +120,17 @@ for s in "${steps[@]}"; do
           --target-accuracy 0.99 --metrics "$out/recipe_$seed.jsonl"
       done
       grep -h "reached\|not reached" "$out"/recipe_*.log ;;
+    fusion)
+      run fusion_tests 60 "$bin/minidl_tests" "*bias_relu*,*batch_norm_relu*,Sequential fuses*"
+      run fusion_bench 90 "$bin/minidl" bench --device cuda --op bias_relu --op batch_norm_relu --op relu \
+        --op relu_backward --op batch_norm
+      for r in 1 2; do
+        for f in 1 0; do
+          MINIDL_FUSE_RELU=$f run "mnist_bench_fuse${f}_$r" 30 "$bin/mnist" bench --device cuda --steps 300
+          MINIDL_FUSE_RELU=$f run "mnist_bench_b1024_fuse${f}_$r" 30 "$bin/mnist" bench --device cuda --batch 1024 --steps 100
+          MINIDL_FUSE_RELU=$f run "captcha_bench_fuse${f}_$r" 40 "$bin/captcha" bench --device cuda --steps 60
+        done
+      done ;;
     *) echo "unknown step $s" ;;
   esac
 done
