@@ -6,6 +6,13 @@
 //     per-element padding test and read contiguous runs of a row.
 //   - max_pool2d.backward finds each window's winner (the first position, row-major, where x == y) as a
 //     branch-free running argmax instead of a search with an early exit.
+//   - max pooling with 2x2 windows, stride 2 and no padding (both models' pools) has its own loops: no
+//     clipping, the four values of a window compared in the same order as the general loop, and the
+//     backward writes all four gradients of a window (each input value is in at most one window), so
+//     the loop over a row of windows vectorises and grad_x needs no zeroing pass (only for odd sizes).
+//     Measured on the 2-core development machine (`minidl bench --device cpu --op max_pool2d`, median
+//     ms, general loop -> this one): MNIST's 64x64x24x24 forward 1.16 -> 0.21, backward 1.50 -> 0.43;
+//     captcha's 128x32x64x192 forward 25.6 -> 11.6, backward 44.9 -> 23.3.
 // Results equal the reference's: the same winners, windows added in the same order.
 // Accumulation convention: y is overwritten (=); grad_x is zeroed per plane, then windows add (+=).
 #include <algorithm>
@@ -54,6 +61,85 @@ void max_forward(const T* x, T* y, const PoolDims& d, const Pool2dParams& pp) {
       }
     }
   }
+}
+
+// y[p, q] = the 2x2 window at (2p, 2q), folded in row-major order with a strict > (as max_forward: a
+// NaN counts only when it comes first).
+template <class T>
+void max_forward_2x2(const T* x, T* y, const PoolDims& d) {
+#pragma omp parallel for schedule(static) if (d.planes * d.oh * d.ow > kParallelThreshold)
+  for (int64_t plane = 0; plane < d.planes; ++plane) {
+    const T* xp = x + plane * d.h * d.w;
+    T* yp = y + plane * d.oh * d.ow;
+    for (int64_t p = 0; p < d.oh; ++p) {
+      const T* top = xp + 2 * p * d.w;
+      const T* bottom = top + d.w;
+      T* out = yp + p * d.ow;
+#pragma omp simd
+      for (int64_t q = 0; q < d.ow; ++q) {
+        const T a = top[2 * q], b = top[2 * q + 1], c = bottom[2 * q], e = bottom[2 * q + 1];
+        T best = a;
+        best = b > best ? b : best;
+        best = c > best ? c : best;
+        best = e > best ? e : best;
+        out[q] = best;
+      }
+    }
+  }
+}
+
+// grad_x of 2x2 windows with stride 2: the window's running argmax (strict >, row-major, as max_backward)
+// gets gy when its value equals y, the other three get 0. Rows and columns no window covers (odd sizes)
+// are zeroed first.
+template <class T>
+void max_backward_2x2(const T* x, const T* y, const T* gy, T* gx, const PoolDims& d) {
+#pragma omp parallel for schedule(static) if (d.planes * d.oh * d.ow > kParallelThreshold)
+  for (int64_t plane = 0; plane < d.planes; ++plane) {
+    const T* xp = x + plane * d.h * d.w;
+    const T* yp = y + plane * d.oh * d.ow;
+    const T* gyp = gy + plane * d.oh * d.ow;
+    T* gxp = gx + plane * d.h * d.w;
+    if (d.h != 2 * d.oh || d.w != 2 * d.ow) std::fill(gxp, gxp + d.h * d.w, T(0));
+    for (int64_t p = 0; p < d.oh; ++p) {
+      const T* top = xp + 2 * p * d.w;
+      const T* bottom = top + d.w;
+      T* gtop = gxp + 2 * p * d.w;
+      T* gbottom = gtop + d.w;
+#pragma omp simd
+      for (int64_t q = 0; q < d.ow; ++q) {
+        const T a = top[2 * q], b = top[2 * q + 1], c = bottom[2 * q], e = bottom[2 * q + 1];
+        // The winner kept one-hot in T values (ka..ke), moved by selects only: an integer index or a
+        // boolean expression (&&) would take the loop out of float vector lanes (measured: 1.7x slower
+        // than the general loop).
+        T best = a, ka = 1, kb = 0, kc = 0, ke = 0;
+        const bool b_beats = b > best;
+        best = b_beats ? b : best;
+        ka = b_beats ? T(0) : ka;
+        kb = b_beats ? T(1) : kb;
+        const bool c_beats = c > best;
+        best = c_beats ? c : best;
+        ka = c_beats ? T(0) : ka;
+        kb = c_beats ? T(0) : kb;
+        kc = c_beats ? T(1) : kc;
+        const bool e_beats = e > best;
+        best = e_beats ? e : best;
+        ka = e_beats ? T(0) : ka;
+        kb = e_beats ? T(0) : kb;
+        kc = e_beats ? T(0) : kc;
+        ke = e_beats ? T(1) : ke;
+        const T target = yp[p * d.ow + q], g = gyp[p * d.ow + q];
+        const T won = best == target ? g : T(0);  // best is x at the winner
+        gtop[2 * q] = ka > T(0) ? won : T(0);
+        gtop[2 * q + 1] = kb > T(0) ? won : T(0);
+        gbottom[2 * q] = kc > T(0) ? won : T(0);
+        gbottom[2 * q + 1] = ke > T(0) ? won : T(0);
+      }
+    }
+  }
+}
+
+bool is_2x2_stride_2(const Pool2dParams& p) {
+  return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 && p.pad_w == 0;
 }
 
 template <class T>
@@ -132,14 +218,23 @@ void avg_backward(const T* gy, T* gx, const PoolDims& d, const Pool2dParams& pp)
 
 bool max_pool2d_planes(const Tensor& x, Tensor& y, const Pool2dParams& p) {
   const PoolDims d = dims_of(x, y);
-  return MINIDL_FLOAT_TYPES(y.dtype(), { max_forward(x.data<T>(), y.data<T>(), d, p); });
+  return MINIDL_FLOAT_TYPES(y.dtype(), {
+    if (is_2x2_stride_2(p))
+      max_forward_2x2(x.data<T>(), y.data<T>(), d);
+    else
+      max_forward(x.data<T>(), y.data<T>(), d, p);
+  });
 }
 
 bool max_pool2d_backward_planes(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
                                 const Pool2dParams& p) {
   const PoolDims d = dims_of(x, y);
-  return MINIDL_FLOAT_TYPES(grad_x.dtype(),
-                            { max_backward(x.data<T>(), y.data<T>(), grad_y.data<T>(), grad_x.data<T>(), d, p); });
+  return MINIDL_FLOAT_TYPES(grad_x.dtype(), {
+    if (is_2x2_stride_2(p))
+      max_backward_2x2(x.data<T>(), y.data<T>(), grad_y.data<T>(), grad_x.data<T>(), d);
+    else
+      max_backward(x.data<T>(), y.data<T>(), grad_y.data<T>(), grad_x.data<T>(), d, p);
+  });
 }
 
 bool avg_pool2d_planes(const Tensor& x, Tensor& y, const Pool2dParams& p) {

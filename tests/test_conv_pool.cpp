@@ -3,6 +3,7 @@
 // and 1x1 paths of im2col), hand-computed cases of the pooling rules, float64 gradient checks and errors.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 #include "core/dispatch.h"
 #include "tests/test_util.h"
@@ -294,6 +295,52 @@ TEST_CASE("max_pool2d backward: ties go to the first position, overlapping winne
     Tensor b = x_shared.to(d).clone().requires_grad_();
     max_pool2d(b, 2, 1).backward(g.to(d));
     CHECK(b.grad().to_vector<float>() == std::vector<float>{0, 0, 0, 0, 10, 0, 0, 0, 0});
+  });
+}
+
+TEST_CASE("max_pool2d 2x2 stride 2: NaN, ties and odd sizes as the reference, on every kernel", "[pool]") {
+  // Windows of a 5x7 plane (the last row and column in no window): {nan, 1, 2, 3} (a NaN first: y is NaN
+  // and no gradient flows), {1, nan, 0, 0} (a later NaN is passed over: 1 at the first position wins),
+  // {2, 2, 2, 2} (a tie: the first), then {0, 5, nan, 5}, {4, 4, 6, 6} and {-1, -2, -3, -0.5}.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_vector({nan, 1, 1, nan, 2, 2, 9,  //
+                                2,   3, 0, 0,   2, 2, 9,  //
+                                0,   5, 4, 4,   -1, -2, 9,  //
+                                nan, 5, 6, 6,   -3, -0.5, 9,  //
+                                9,   9, 9, 9,   9, 9, 9},
+                               {1, 1, 5, 7}, DType::float32);
+  const Tensor g = from_vector({1, 2, 3, 4, 5, 6}, {1, 1, 2, 3}, DType::float32);
+  const Pool2dParams p = pool_params(2, 2, 2, 2, 0, 0);
+  Tensor ref_y = empty({1, 1, 2, 3}), ref_gx = empty(x.shape());
+  {
+    SelectionReset reset;
+    select_kernel("max_pool2d", DeviceType::cpu, "naive");
+    dispatch<Pool2dKernel>("max_pool2d", Device::cpu(), x, ref_y, p);
+    dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", Device::cpu(), x, ref_y, g, ref_gx, p);
+  }
+  // NaN equals NaN here: the rule says where a NaN goes, and a kernel must put it there.
+  auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+    return true;
+  };
+  const std::vector<float> y_expected = {nan, 1, 2, 5, 6, -0.5f};
+  CHECK(same(ref_y.to_vector<float>(), y_expected));
+  CHECK(same(ref_gx.to_vector<float>(), {0, 0, 2, 0, 3, 0, 0,  //
+                                         0, 0, 0, 0, 0, 0, 0,  //
+                                         0, 4, 0, 0, 0, 0, 0,  //
+                                         0, 0, 5, 0, 0, 6, 0,  //
+                                         0, 0, 0, 0, 0, 0, 0}));
+  for_each_kernel("max_pool2d", [&](Device d, const std::string& name) {
+    Tensor y = full({1, 1, 2, 3}, 123.0, TensorOptions(DType::float32, d));
+    Tensor gx = full(x.shape(), 123.0, TensorOptions(DType::float32, d));
+    dispatch<Pool2dKernel>("max_pool2d", d, x.to(d), y, p);
+    dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", d, x.to(d), y, g.to(d), gx, p);
+    CHECK(last_kernel("max_pool2d", d.type) == name);
+    CHECK(last_kernel("max_pool2d.backward", d.type) == name);
+    CHECK(same(y.to_vector<float>(), ref_y.to_vector<float>()));
+    CHECK(same(gx.to_vector<float>(), ref_gx.to_vector<float>()));
   });
 }
 
