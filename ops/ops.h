@@ -3,8 +3,8 @@
 // Each front end (ops/<family>.cpp) checks its arguments (errors name the op, shapes and devices),
 // allocates the output, calls the kernel through the dispatch table (core/dispatch.h) and, when an
 // input needs a gradient, attaches the backward formula (core/autograd.h), written with these same ops
-// so that it runs on any device. Fused ops (conv2d, pooling, softmax, cross-entropy, batch norm) call
-// dedicated backward kernels instead.
+// so that it runs on any device. Fused ops (conv2d, pooling, softmax, cross-entropy, batch norm, the ReLU
+// epilogues bias_relu and batch_norm_relu) call dedicated backward kernels instead.
 #pragma once
 #include <cstdint>
 #include <vector>
