@@ -39,3 +39,4 @@ MINIDL_KERNEL_FILE(register_lstm_fast_cpu)           // cpu/lstm_fast.cpp
 MINIDL_KERNEL_FILE(register_lstm_sequence_naive_cpu) // cpu/lstm_sequence_naive.cpp
 MINIDL_KERNEL_FILE(register_bias_relu_naive_cpu)     // cpu/bias_relu_naive.cpp
 MINIDL_KERNEL_FILE(register_bias_relu_fast_cpu)      // cpu/bias_relu_fast.cpp
+MINIDL_KERNEL_FILE(register_copy_strided_cpu)     // cpu/copy_strided.cpp

@@ -322,6 +322,47 @@ TEST_CASE("copy, cast and fill kernels give the same values as the naive referen
   });
 }
 
+TEST_CASE("copy kernels: views of every dtype into strided destinations, against the naive kernel", "[shape]") {
+  manual_seed(19);
+  // Source views: transposed, permuted 3-D (the captcha CNN-to-RNN reshape), a stepped slice, a broadcast
+  // (stride 0), a 0-d tensor, an empty one, and a large permutation (above the threads' threshold).
+  struct Case {
+    std::string name;
+    Shape base;
+    std::function<Tensor(const Tensor&)> view;
+  };
+  const std::vector<Case> cases = {
+      {"transposed [31,23]", {23, 31}, [](const Tensor& t) { return t.transpose(0, 1); }},
+      {"permuted [7,5,6] of [5,6,7]", {5, 6, 7}, [](const Tensor& t) { return t.permute({2, 0, 1}); }},
+      {"stepped slice", {13, 3, 29}, [](const Tensor& t) { return t.slice(2, 1, 28, 3).select(1, 2); }},
+      {"broadcast row", {1, 9}, [](const Tensor& t) { return t.expand({8, 9}); }},
+      {"0-d", {}, [](const Tensor& t) { return t; }},
+      {"empty", {0, 4}, [](const Tensor& t) { return t.transpose(0, 1); }},
+      {"large permuted [48,128,512]", {128, 512, 48}, [](const Tensor& t) { return t.permute({2, 0, 1}); }},
+  };
+  for (const DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64})
+    for (const Case& c : cases) {
+      INFO(c.name << ", " << dtype_name(dtype));
+      const Tensor base = mul_scalar(uniform(c.base, -1000, 1000), 1.0).to(dtype);
+      const Tensor ref = naive_ref("copy", [&] { return c.view(base).contiguous(); });
+      for_each_kernel("copy", [&](Device d, const std::string& name) {
+        const Tensor view = c.view(base.to(d));
+        // contiguous() of a contiguous view copies nothing: clone() copies it.
+        const Tensor got = view.is_contiguous() ? view.clone() : view.contiguous();
+        // memcpy declines a strided source; every other kernel must serve it.
+        CHECK(served_or_declined("copy", d.type, name, view.is_contiguous() ? false : name == "memcpy"));
+        CHECK(compare(got.to(DType::float64), ref.to(DType::float64), 0, 0) == "");
+        // Into a strided destination: the transpose of a fresh tensor, written through copy_.
+        if (view.dim() == 2 && view.numel() > 0) {
+          Tensor target = zeros({view.size(1), view.size(0)}, TensorOptions(dtype, d));
+          Tensor through = target.transpose(0, 1);
+          copy_(through, view);
+          CHECK(compare(target.transpose(0, 1).to(DType::float64), ref.to(DType::float64), 0, 0) == "");
+        }
+      });
+    }
+}
+
 TEST_CASE("fill kernels: every dtype, zero and -0.0, sizes across many chunks, against the naive kernel",
           "[shape]") {
   // 300,007 float64 elements are 2.4 MB: many of fill_fast's 128 KiB chunks, the last one partial.

@@ -297,7 +297,7 @@ TEST_CASE("MINIDL_LOG_DISPATCH=1 logs each served kernel once, naming the kernel
   registry.set_log_level(1);
   const std::string log = captured_stderr([&] {
     for (int step = 0; step < 3; ++step) {
-      (void)strided.contiguous();  // copy: memcpy declines the strided source, naive serves
+      (void)strided.contiguous();  // copy: memcpy declines the strided source, rows_omp serves
       (void)plain.clone();         // copy: memcpy serves
     }
   });
@@ -306,7 +306,7 @@ TEST_CASE("MINIDL_LOG_DISPATCH=1 logs each served kernel once, naming the kernel
   int after_decline = 0, plain_lines = 0, decline_lines = 0;
   for (const std::string& line : lines_of(log)) {
     if (line.find(" copy ") == std::string::npos) continue;
-    after_decline += line.find("-> naive (after memcpy declined)") != std::string::npos;
+    after_decline += line.find("-> rows_omp (after memcpy declined)") != std::string::npos;
     plain_lines += line.find("-> memcpy") != std::string::npos;
     decline_lines += line.find("declined, trying") != std::string::npos;
   }

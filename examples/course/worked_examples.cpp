@@ -186,7 +186,7 @@ std::string dispatch_example() {
   const std::string log = capture_stderr([&] {
     // [doc:dispatch]
     Tensor packed = x.clone();                   // copy of a contiguous tensor: "memcpy" serves
-    Tensor moved = x.transpose(0, 1).contiguous();  // a strided source: memcpy declines, "naive" serves
+    Tensor moved = x.transpose(0, 1).contiguous();  // a strided source: memcpy declines, "rows_omp" serves
     // [/doc:dispatch]
     (void)packed;
     (void)moved;
