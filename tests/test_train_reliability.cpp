@@ -14,6 +14,7 @@
 #include "nn/lr_schedule.h"
 #include "nn/progress.h"
 #include "ops/ops.h"
+#include "tools/settings.h"
 
 using namespace minidl;
 
@@ -74,6 +75,29 @@ TEST_CASE("environment: a malformed MINIDL_CUDA_MEMORY_LIMIT fails up front, wha
   // The parser itself (also built without CUDA now).
   CHECK(parse_cuda_memory_limit("512M", 0) == size_t(512) << 20);
   CHECK_THROWS_WITH(parse_cuda_memory_limit("4X", 0), Catch::Contains("cannot parse '4X'"));
+}
+
+TEST_CASE("minidl info settings: the fusion, its devices, the numerics check, and invalid values",
+          "[reliability]") {
+  {
+    EnvScope fuse("MINIDL_FUSE_RELU", "");
+    EnvScope numerics("MINIDL_CHECK_NUMERICS", "");
+    const std::string report = settings_report();
+    CHECK_THAT(report, Catch::Contains("MINIDL_FUSE_RELU       on:") && Catch::Contains("bias_relu: cpu") &&
+                           Catch::Contains("batch_norm_relu: cpu"));
+    CHECK_THAT(report, Catch::Contains("MINIDL_CHECK_NUMERICS  off"));
+  }
+  {
+    EnvScope fuse("MINIDL_FUSE_RELU", "maybe");
+    EnvScope numerics("MINIDL_CHECK_NUMERICS", "7");
+    const std::string report = settings_report();
+    CHECK_THAT(report, Catch::Contains("MINIDL_FUSE_RELU       INVALID: ") &&
+                           Catch::Contains("MINIDL_FUSE_RELU must be 0 or 1, got 'maybe'"));
+    CHECK_THAT(report, Catch::Contains("MINIDL_CHECK_NUMERICS  INVALID:") && Catch::Contains("'7'"));
+  }
+  set_relu_fusion(false);
+  CHECK_THAT(settings_report(), Catch::Contains("MINIDL_FUSE_RELU       off"));
+  set_relu_fusion(true);
 }
 
 TEST_CASE("flag checks: finite positive numbers, half-open ranges, non-empty file names", "[reliability]") {

@@ -3,7 +3,7 @@
 //   minidl kernels [--op OP]... [--device cpu|cuda]   every registered kernel: op, stage, device, name,
 //                                                      priority, default, signature, description
 //   minidl info                                        devices, driver/runtime/library versions, build,
-//                                                      dist backends
+//                                                      settings from the environment, dist backends
 //   minidl bench [--op OP]... [--kernel NAME]... [--device cpu|cuda] [--shape KEY:SPEC]... [--repeat N]
 //                [--json FILE] [--svg FILE]            every kernel of every key, timed and checked
 //                                                      (tools/bench/, docs/results/benchmarks.md)
@@ -24,6 +24,7 @@
 #include "tools/compare.h"
 #include "tools/kernel_table.h"
 #include "tools/plot.h"
+#include "tools/settings.h"
 
 using namespace minidl;
 
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
     }
     if (*info) {
       std::fputs(system_info_report().c_str(), stdout);
+      std::fputs(("\n" + settings_report()).c_str(), stdout);
       std::fputs(("\n" + dist::info_report()).c_str(), stdout);
       return 0;
     }
