@@ -51,6 +51,16 @@ BatchNormRun run_batch_norm(const Tensor& x_host, const Tensor& gamma_host, cons
 
 Tensor same(const Tensor& t) { return t; }
 
+// A kernel's batch norm run against the reference's: float32 sums of many terms, so a tolerance.
+void check_close_runs(const BatchNormRun& got, const BatchNormRun& ref) {
+  CHECK(compare(got.y, ref.y, 1e-4, 1e-4) == "");
+  CHECK(compare(got.grad_x, ref.grad_x, 1e-3, 1e-4) == "");
+  CHECK(compare(got.grad_gamma, ref.grad_gamma, 1e-4, 1e-3) == "");
+  CHECK(compare(got.grad_beta, ref.grad_beta, 1e-4, 1e-3) == "");
+  CHECK(compare(got.running_mean, ref.running_mean, 1e-5, 1e-5) == "");
+  CHECK(compare(got.running_var, ref.running_var, 1e-4, 1e-5) == "");
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------ batch_norm
@@ -89,12 +99,7 @@ TEST_CASE("batch_norm kernels match the naive reference (training and evaluation
       for_each_kernel("batch_norm", [&](Device d, const std::string& name) {
         const BatchNormRun got = run_batch_norm(x, gamma, beta, w, training, d, in.view);
         CHECK(last_kernel(training ? "batch_norm" : "batch_norm.inference", d.type) == name);
-        CHECK(compare(got.y, ref.y, 1e-4, 1e-4) == "");
-        CHECK(compare(got.grad_x, ref.grad_x, 1e-3, 1e-4) == "");
-        CHECK(compare(got.grad_gamma, ref.grad_gamma, 1e-4, 1e-3) == "");
-        CHECK(compare(got.grad_beta, ref.grad_beta, 1e-4, 1e-3) == "");
-        CHECK(compare(got.running_mean, ref.running_mean, 1e-5, 1e-5) == "");
-        CHECK(compare(got.running_var, ref.running_var, 1e-4, 1e-5) == "");
+        check_close_runs(got, ref);
         if (training) CHECK(last_kernel("batch_norm.backward", d.type) == name);
       });
     }
@@ -240,12 +245,7 @@ TEST_CASE("batch_norm_relu kernels match the naive reference, and relu(batch_nor
       const BatchNormRun got = run_batch_norm_relu(x, gamma, beta, w, true, d, true);
       CHECK(last_kernel("batch_norm_relu", d.type) == name);
       CHECK(last_kernel("batch_norm_relu.backward", d.type) == name);
-      CHECK(compare(got.y, ref.y, 1e-4, 1e-4) == "");
-      CHECK(compare(got.grad_x, ref.grad_x, 1e-3, 1e-4) == "");
-      CHECK(compare(got.grad_gamma, ref.grad_gamma, 1e-4, 1e-3) == "");
-      CHECK(compare(got.grad_beta, ref.grad_beta, 1e-4, 1e-3) == "");
-      CHECK(compare(got.running_mean, ref.running_mean, 1e-5, 1e-5) == "");
-      CHECK(compare(got.running_var, ref.running_var, 1e-4, 1e-5) == "");
+      check_close_runs(got, ref);
     });
     // The fused op against the two ops it replaces, with the default kernels, training and evaluation.
     for (const Device d : test_devices()) {
