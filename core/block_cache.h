@@ -15,9 +15,18 @@
 #include <iterator>
 #include <list>
 #include <map>
+#include <string>
 #include <utility>
 
 namespace minidl {
+
+// The CPU backend's cache limit (core/cpu_backend.cpp): a quarter of the memory the process may use, the
+// smaller of physical_bytes and a cgroup limit (0: none), and at least the smaller of 1 GiB and half of it.
+size_t cpu_cache_limit(size_t physical_bytes, size_t cgroup_bytes);
+// The memory limit of this process's cgroup in bytes (v2 memory.max, else v1 memory.limit_in_bytes), or
+// 0 when there is none (unlimited, or not in a container). The second form reads the given files (tests).
+size_t cgroup_memory_limit();
+size_t cgroup_memory_limit(const std::string& v2_path, const std::string& v1_path);
 
 class BlockCache {
  public:

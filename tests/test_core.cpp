@@ -1,6 +1,8 @@
 // tests/test_core.cpp — tensors, views, dispatch selection, autograd, and how values are shown in errors.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 #include "core/autograd.h"
 #include "core/block_cache.h"
@@ -157,6 +159,33 @@ TEST_CASE("shown_value: one printable line, cut with an ellipsis", "[core][error
   CHECK(shown_value(std::string(44, 'x')) == std::string(40, 'x') + "...");
   CHECK(shown_value("abcdefghijklmnopqrstuvwxyz", 24) == "abcdefghijklmnopqrstu...");
   CHECK(shown_value("") == "");
+}
+
+TEST_CASE("the CPU cache limit: a quarter of what the process may use, a container's limit included", "[core]") {
+  const size_t gib = size_t(1) << 30;
+  CHECK(cpu_cache_limit(24 * gib, 0) == 6 * gib);        // no container: a quarter of the machine
+  CHECK(cpu_cache_limit(512 * gib, 8 * gib) == 2 * gib);  // a container's 8 GiB on a large host
+  CHECK(cpu_cache_limit(512 * gib, 1024 * gib) == 128 * gib);  // a cgroup limit above the machine's memory
+  CHECK(cpu_cache_limit(2 * gib, 0) == gib);               // small machines keep 1 GiB...
+  CHECK(cpu_cache_limit(gib, 0) == gib / 2);               // ...but never more than half of what there is
+  CHECK(cpu_cache_limit(0, 0) == 0);
+  // Reading the limit: cgroup v2 first ("max" is none), then v1 (a huge number is none); files that are
+  // missing or unreadable as a number count as no limit.
+  const std::string dir = "minidl_cgroup_test";
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string v2_max = write("v2_max", "max\n"), v2_8g = write("v2_8g", "8589934592\n");
+  const std::string v1_huge = write("v1_huge", "9223372036854771712\n"), v1_2g = write("v1_2g", "2147483648\n");
+  const std::string junk = write("junk", "lots\n"), missing = dir + "/missing";
+  CHECK(cgroup_memory_limit(v2_8g, v1_2g) == 8 * gib);
+  CHECK(cgroup_memory_limit(v2_max, v1_2g) == 2 * gib);
+  CHECK(cgroup_memory_limit(v2_max, v1_huge) == 0);
+  CHECK(cgroup_memory_limit(missing, missing) == 0);
+  CHECK(cgroup_memory_limit(junk, v1_2g) == 2 * gib);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("BlockCache: reuse by exact size, the limit kept by evicting the least recently freed", "[core]") {
