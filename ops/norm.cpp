@@ -65,7 +65,7 @@ void update_running_stats(const Tensor& running_mean, const Tensor& running_var,
 
 namespace {
 
-// batch_norm, or batch_norm_relu (training mode only: evaluation is batch_norm then relu) when relu is set.
+// batch_norm, or with relu set batch_norm_relu's training path (its evaluation is batch_norm then relu).
 Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                        const Tensor& running_var, bool training, double momentum, double eps, bool relu) {
   check_floating("batch_norm", x);
@@ -123,8 +123,6 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 
   MINIDL_CHECK(running_mean.defined() && running_var.defined(),
                "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
-  if (relu)
-    return minidl::relu(batch_norm_impl(x, gamma, beta, running_mean, running_var, false, momentum, eps, false));
   const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
   dispatch<BatchNormInferenceKernel>("batch_norm.inference", x.device(), x3, g, b, mean_c, var_c, eps, y3);
   Tensor out = y3.view(x.shape());
@@ -154,7 +152,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                        const Tensor& running_var, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, gamma, beta, running_mean, running_var, training, momentum, eps, true);
+  if (!training)  // no fused kernel: batch_norm (which checks the arguments) then relu
+    return relu(batch_norm(x, gamma, beta, running_mean, running_var, false, momentum, eps));
+  return batch_norm_impl(x, gamma, beta, running_mean, running_var, true, momentum, eps, true);
 }
 
 Tensor dropout(const Tensor& x, double p, bool training) {
