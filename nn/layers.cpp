@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <typeinfo>
 
 #include "core/dispatch.h"
@@ -186,13 +185,6 @@ bool& fusion_flag() {
   return on;
 }
 
-// Whether `device` has kernels for the forward and backward of a fused op (a backend without them runs
-// the layer and the ReLU apart).
-bool has_kernels(const char* op, const char* backward, Device device) {
-  KernelRegistry& registry = KernelRegistry::instance();
-  return !registry.candidates(op, device.type).empty() && !registry.candidates(backward, device.type).empty();
-}
-
 // Exactly a T, not a subclass: a subclass may override forward, which fusing would skip.
 template <class T>
 T* exactly(Module& m) {
@@ -203,18 +195,23 @@ T* exactly(Module& m) {
 // exactly a Linear, Conv2d, BatchNorm1d or BatchNorm2d; a Linear or Conv2d without a bias; no kernels for
 // the device).
 Tensor forward_then_relu(Module& layer, const Tensor& x) {
+  const DeviceType device = x.device().type;
   if (Linear* l = exactly<Linear>(layer); l != nullptr && l->bias.defined()) {
-    if (has_kernels("bias_relu", "bias_relu.backward", x.device())) return l->forward_relu(x);
+    if (has_fused_kernels("bias_relu", device)) return l->forward_relu(x);
   } else if (Conv2d* c = exactly<Conv2d>(layer); c != nullptr && c->bias.defined()) {
-    if (has_kernels("bias_relu", "bias_relu.backward", x.device())) return c->forward_relu(x);
+    if (has_fused_kernels("bias_relu", device)) return c->forward_relu(x);
   } else if (exactly<BatchNorm1d>(layer) != nullptr || exactly<BatchNorm2d>(layer) != nullptr) {
-    if (has_kernels("batch_norm_relu", "batch_norm_relu.backward", x.device()))
-      return static_cast<BatchNorm&>(layer).forward_relu(x);
+    if (has_fused_kernels("batch_norm_relu", device)) return static_cast<BatchNorm&>(layer).forward_relu(x);
   }
   return Tensor();
 }
 
 }  // namespace
+
+bool has_fused_kernels(const std::string& op, DeviceType device) {
+  KernelRegistry& registry = KernelRegistry::instance();
+  return !registry.candidates(op, device).empty() && !registry.candidates(op + ".backward", device).empty();
+}
 
 bool relu_fusion() { return fusion_flag(); }
 void set_relu_fusion(bool on) { fusion_flag() = on; }

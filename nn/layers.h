@@ -150,6 +150,9 @@ class Flatten : public Module {
 
 // Whether Sequential fuses a layer with the ReLU after it (see the top of this file).
 bool relu_fusion();
+// Whether `device` has kernels for both stages of the fused op `op` ("bias_relu", "batch_norm_relu":
+// the key and its ".backward"). Sequential runs a layer and its ReLU apart on a device without them.
+bool has_fused_kernels(const std::string& op, DeviceType device);
 void set_relu_fusion(bool on);
 // Throws an Error when MINIDL_FUSE_RELU is set to anything but 0 or 1 (programs call it at start, with
 // check_environment, so that a typo fails before any work).

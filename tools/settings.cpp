@@ -4,7 +4,6 @@
 #include <exception>
 #include <sstream>
 
-#include "core/dispatch.h"
 #include "core/numerics.h"
 #include "nn/layers.h"
 
@@ -13,12 +12,11 @@ namespace minidl {
 namespace {
 
 // The device types with kernels for both stages of a fused op, as "cpu" or "cpu, cuda"; "none" if none.
-std::string devices_with(const char* op, const char* backward) {
+std::string devices_with(const std::string& op) {
   std::string out;
-  KernelRegistry& registry = KernelRegistry::instance();
   for (const DeviceType type : {DeviceType::cpu, DeviceType::cuda}) {
-    if (registry.candidates(op, type).empty() || registry.candidates(backward, type).empty()) continue;
-    out += (out.empty() ? "" : ", ") + std::string(type == DeviceType::cpu ? "cpu" : "cuda");
+    if (!has_fused_kernels(op, type)) continue;
+    out += (out.empty() ? "" : ", ") + std::string(device_type_name(type));
   }
   return out.empty() ? "none" : out;
 }
@@ -37,8 +35,7 @@ std::string settings_report() {
     check_fusion_environment();
     if (relu_fusion())
       os << "on: a Linear or Conv2d with a bias, or a BatchNorm, followed by a ReLU runs fused (bias_relu: "
-         << devices_with("bias_relu", "bias_relu.backward")
-         << "; batch_norm_relu: " << devices_with("batch_norm_relu", "batch_norm_relu.backward")
+         << devices_with("bias_relu") << "; batch_norm_relu: " << devices_with("batch_norm_relu")
          << "; other devices unfused)\n";
     else
       os << "off: layers and ReLUs run as separate ops\n";
