@@ -1,4 +1,4 @@
-// cpu/copy_naive.cpp — copy, cast and fill for any strides and dtypes: the reference kernels.
+// cpu/copy_naive.cpp — copy, cast and fill for any strides and dtypes, and pack: the reference kernels.
 // Accumulation convention: outputs are overwritten (=).
 #include <cstring>
 
@@ -50,6 +50,16 @@ bool fill_naive(Tensor& dst, double value) {
   });
 }
 
+// flat[offsets[k] + i] = srcs[k][i]: one memcpy per tensor (all contiguous, one dtype).
+bool pack_naive(const std::vector<Tensor>& srcs, const std::vector<int64_t>& offsets, Tensor& flat) {
+  const size_t element = dtype_size(flat.dtype());
+  char* base = static_cast<char*>(flat.raw_data());
+  for (size_t k = 0; k < srcs.size(); ++k)
+    std::memcpy(base + static_cast<size_t>(offsets[k]) * element, srcs[k].raw_data(),
+                static_cast<size_t>(srcs[k].numel()) * element);
+  return true;
+}
+
 }  // namespace
 
 void register_copy_naive_cpu() {
@@ -58,6 +68,7 @@ void register_copy_naive_cpu() {
                               copy_memcpy);
   register_kernel<CopyKernel>("cast", DeviceType::cpu, "naive", 0, "element by element, static_cast", cast_naive);
   register_kernel<FillKernel>("fill", DeviceType::cpu, "naive", 0, "element by element through strides", fill_naive);
+  register_kernel<PackKernel>("pack", DeviceType::cpu, "naive", 0, "one memcpy per tensor", pack_naive);
 }
 
 }  // namespace minidl

@@ -6,6 +6,10 @@
 //                                          cudaMemcpyAsync device-to-device (the copy engine's speed).
 //   cast:  dst[i] = static_cast<D>(src[i])  "strided", with a flat loop when both are contiguous.
 //   fill:  dst[i] = value                  "strided", cudaMemsetAsync when contiguous and value's bits are 0.
+//   pack:  flat[offset_k + i] = src_k[i]   "multi_tensor": up to kPackPerLaunch tensors per launch, their
+//                                          pointers and sizes passed by value in the kernel's arguments;
+//                                          blockIdx.y picks the tensor, blocks along x stride over it.
+#include <algorithm>
 #include <cstring>
 
 #include "cuda/device_utils.cuh"
@@ -137,6 +141,54 @@ bool fill_strided(Tensor& dst, double value) {
   });
 }
 
+// pack: one launch copies many contiguous tensors into ranges of one flat buffer. A kernel's arguments
+// may take 4 KiB (32 KiB from CUDA 12.1 on Volta and newer), so a list of 32 tensors (24 bytes each)
+// fits with room to spare; longer lists take several launches.
+constexpr int kPackPerLaunch = 32;
+struct PackList {
+  const void* src[kPackPerLaunch];
+  int64_t offset[kPackPerLaunch];  // in elements of flat
+  int64_t numel[kPackPerLaunch];
+};
+
+// Block (x, y) copies part of tensor y: elements x * blockDim.x + t, then every gridDim.x * blockDim.x
+// further. Tensors smaller than the grid leave most blocks of their row idle; those return at once.
+template <class U>
+__global__ void pack_kernel(PackList list, U* flat) {
+  const int k = blockIdx.y;
+  const U* src = static_cast<const U*>(list.src[k]);
+  U* dst = flat + list.offset[k];
+  const int64_t n = list.numel[k];
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) dst[i] = src[i];
+}
+
+bool pack_multi_tensor(const std::vector<Tensor>& srcs, const std::vector<int64_t>& offsets, Tensor& flat) {
+  cudaStream_t s = cuda::launch_stream(flat);
+  const bool four_bytes = dtype_size(flat.dtype()) == 4;
+  for (size_t first = 0; first < srcs.size(); first += kPackPerLaunch) {
+    PackList list{};
+    int count = 0;
+    int64_t largest = 0;
+    for (size_t k = first; k < srcs.size() && count < kPackPerLaunch; ++k) {
+      if (srcs[k].numel() == 0) continue;
+      list.src[count] = srcs[k].raw_data();
+      list.offset[count] = offsets[k];
+      list.numel[count] = srcs[k].numel();
+      largest = std::max(largest, srcs[k].numel());
+      ++count;
+    }
+    if (count == 0) continue;
+    // Enough blocks along x for the largest tensor, at most 1024 (each thread then loops).
+    const dim3 grid(std::min(cuda::grid_for(largest, kBlock), 1024u), static_cast<unsigned int>(count));
+    if (four_bytes)
+      pack_kernel<uint32_t><<<grid, kBlock, 0, s>>>(list, static_cast<uint32_t*>(flat.raw_data()));
+    else
+      pack_kernel<uint64_t><<<grid, kBlock, 0, s>>>(list, static_cast<uint64_t*>(flat.raw_data()));
+    MINIDL_LAUNCH_CHECK();
+  }
+  return true;
+}
+
 }  // namespace
 
 void register_copy_cuda() {
@@ -149,6 +201,9 @@ void register_copy_cuda() {
   register_kernel<FillKernel>("fill", DeviceType::cuda, "strided", 0,
                               "one thread per element through the strides; cudaMemsetAsync for contiguous zeros",
                               fill_strided);
+  register_kernel<PackKernel>("pack", DeviceType::cuda, "multi_tensor", 10,
+                              "up to 32 tensors per launch, their pointers in the kernel's arguments",
+                              pack_multi_tensor);
 }
 
 }  // namespace minidl

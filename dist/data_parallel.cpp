@@ -117,13 +117,11 @@ void DataParallel::begin_step(int64_t local_samples, int64_t global_samples) {
   in_step_ = true;
 }
 
-// Runs inside backward, when parameter k's gradient is final for this pass.
+// Runs inside backward, when parameter k's gradient is final for this pass. The gradient stays where
+// backward put it (p.grad()) until its whole bucket is ready; start_bucket then packs them all at once.
 void DataParallel::on_gradient_ready(size_t k) {
   if (!in_step_ || !in_backward_ || ready_[k]) return;  // a backward outside a step is not ours to reduce
   Bucket& b = buckets_[bucket_of_[k]];
-  const Tensor& p = params_[k];
-  const Tensor slot = make_view(b.flat, p.shape(), contiguous_strides(p.shape()), offset_of_[k]);
-  copy_(slot, p.grad());
   ready_[k] = true;
   --b.waiting;
   if (options_.overlap) start_complete_buckets();
@@ -141,7 +139,19 @@ void DataParallel::start_complete_buckets() {
   }
 }
 
+// The bucket's gradients go into its flat buffer in one pack_ (one kernel launch on a GPU, where a
+// copy per parameter would be one launch each), then the all-reduce starts. A parameter without a
+// gradient this step has had its slot zeroed by finish_step.
 void DataParallel::start_bucket(Bucket& b) {
+  std::vector<Tensor> grads;
+  std::vector<int64_t> offsets;
+  for (size_t j = 0; j < b.params.size(); ++j) {
+    const size_t k = b.params[j];
+    if (!ready_[k]) continue;
+    grads.push_back(params_[k].grad());
+    offsets.push_back(b.offsets[j]);
+  }
+  pack_(b.flat, grads, offsets);
   b.reduced = weight_ == 1.0 ? b.flat : mul_scalar(b.flat, weight_);
   b.work = comm_.all_reduce_async(b.reduced);
 }

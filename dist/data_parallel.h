@@ -26,9 +26,10 @@
 // Buckets and overlap. The parameters are laid out, in reverse registration order (roughly the order in
 // which backward finishes them: the last layer first), in flat buffers ("buckets") of about
 // bucket_bytes each; a parameter larger than that gets a bucket of its own. A gradient-ready hook
-// (core/autograd.h) copies each gradient into its bucket as soon as backward has finished it; when a
-// bucket is complete, its all-reduce starts (Communicator::all_reduce_async) while backward goes on with
-// earlier layers. Buckets always start in index order, so every rank issues the same collectives in the
+// (core/autograd.h) counts each gradient that backward has finished; when a bucket's last one is ready,
+// all of its gradients are packed into it with one pack_ (ops/ops.h: one kernel launch on a GPU, not one
+// copy per parameter) and its all-reduce starts (Communicator::all_reduce_async) while backward goes on
+// with earlier layers. Buckets always start in index order, so every rank issues the same collectives in the
 // same order even if backward finished parameters in another order. finish_step() starts whatever has
 // not started (parameters that got no gradient contribute zeros), waits for every bucket, and makes each
 // parameter's .grad a view of its slice of the reduced bucket (no copy back).

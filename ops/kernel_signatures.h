@@ -41,6 +41,13 @@ using BinaryKernel = bool(const Tensor& a, const Tensor& b, Tensor& out);
 // Keys "copy", "cast" (CopyKernel) and "fill" (FillKernel): in core/tensor_kernels.h, included above, as the
 // Tensor itself dispatches them (to(), contiguous(), zeros()).
 
+// Key "pack": flat[offsets[k] + i] = srcs[k][i] for every k and i: several tensors copied into one flat
+// buffer in one call (one kernel launch on a GPU instead of one copy each; dist/data_parallel.cpp packs
+// a bucket's gradients with it). flat is 1-D and contiguous; every src is contiguous, of flat's dtype
+// (any of the four) and device, and the ranges [offsets[k], offsets[k] + numel) lie inside flat without
+// overlapping. Elements of flat outside them keep their values.
+using PackKernel = bool(const std::vector<Tensor>& srcs, const std::vector<int64_t>& offsets, Tensor& flat);
+
 // Key "dropout_mask": mask[i] = (u_i >= p) ? 1/(1-p) : 0, where u_i = philox_uniform(seed, offset + i)
 // (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).
 // Exactly as C++ evaluates it: the float u_i is compared with p as a double (not with float(p)), and

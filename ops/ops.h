@@ -149,4 +149,11 @@ Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim = 1);
 Tensor batch_norm_relu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                        const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
 
+// ---- packing (ops/pack.cpp)
+// flat[offsets[k] + i] = srcs[k][i]: copies every src (any shape; a non-contiguous one is made contiguous
+// first) into its range of the 1-D contiguous `flat`, in one kernel call; the rest of flat is left as it
+// is. Not differentiable (like copy_): for buffers such as DataParallel's gradient buckets. Throws when a
+// range falls outside flat or two ranges overlap.
+void pack_(const Tensor& flat, const std::vector<Tensor>& srcs, const std::vector<int64_t>& offsets);
+
 }  // namespace minidl

@@ -1,12 +1,13 @@
 // tools/bench/cases_elementwise.cpp — bench cases of the elementwise keys: unary (neg ... tanh), with a
 // scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward), copy, cast, fill,
-// dropout_mask and the fused bias_relu (forward and backward). All are memory-bound: GB/s is the number
+// dropout_mask, pack, and the fused bias_relu (forward and backward). All are memory-bound: GB/s is the number
 // to read, against the device's bandwidth.
 //
 // Shape syntax: a tensor shape, "64x32x26x26". copy also takes ",t": the source is then a transposed
 // view (its last two dims swapped), the strided copy a contiguous-only kernel declines.
 //
-// bias_relu takes "OUTERxCxINNER": y [OUTER, C, INNER] with a bias per C.
+// bias_relu takes "OUTERxCxINNER": y [OUTER, C, INNER] with a bias per C. pack takes "N1xN2x...": tensors
+// of N1, N2, ... elements packed one after another into one flat buffer.
 //
 // FLOPs per element: 1 (exp and log count 1, see tools/bench/case.h); pow_scalar (exp of s*log x) 3;
 // bias_relu 2 (add, compare), its backward 2 (compare, add into the bias sum).
@@ -114,6 +115,25 @@ BenchCase dropout_case(const std::string& key, const std::string& spec, Device d
   return c;
 }
 
+// pack: the spec lists the sizes of the tensors packed one after another into one flat buffer.
+BenchCase pack_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape sizes = parse_dims(spec, "bench " + key);
+  std::vector<Tensor> srcs;
+  std::vector<int64_t> offsets;
+  int64_t total = 0;
+  for (int64_t n : sizes) {
+    srcs.push_back(uniform_input({n}, -1, 1, d));
+    offsets.push_back(total);
+    total += n;
+  }
+  Tensor flat = output({total}, d);
+  BenchCase c;
+  c.bytes = 2.0 * static_cast<double>(total) * kFloatBytes;
+  c.run = [=](const KernelInfo& k) mutable { return call_as<PackKernel>(k, srcs, offsets, flat); };
+  c.outputs = [=] { return std::vector<Tensor>{flat}; };
+  return c;
+}
+
 // y [outer, C, inner] -> relu(y + bias[c]); the backward's out is uniform in [-1, 1] (only its sign matters).
 BenchCase bias_relu_case(const std::string& key, const std::string& spec, Device d) {
   const Shape s = parse_dims(spec, "bench " + key);
@@ -178,6 +198,14 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       "5x7",
                       {{"64x32x26x26", "MNIST conv1 activations"}, {"33554432", "large: 128 MiB"}},
                       fill_case});
+  families.push_back({MINIDL_BENCH_KEYS(PackKernel, {"pack"}),
+                      "N1xN2x...",
+                      "the sizes of the tensors packed one after another into one flat buffer",
+                      "5x7x1",
+                      {{"10x1280x128x1179648x64x18432x32x288", "MNIST's 8 gradients (DataParallel's buckets)"},
+                       {"1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000",
+                        "16 small tensors"}},
+                      pack_case});
   families.push_back({MINIDL_BENCH_KEYS(DropoutMaskKernel, {"dropout_mask"}),
                       kShapeSyntax,
                       "the mask's shape (p = 0.25)",
