@@ -36,6 +36,7 @@ MINIDL_KERNEL_FILE(register_conv_implicit_gemm_cuda)       // cuda/conv_implicit
 MINIDL_KERNEL_FILE(register_conv_implicit_gemm_tf32_cuda)  // cuda/conv_implicit_gemm_tf32.cu
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
+MINIDL_KERNEL_FILE(register_conv_by_shape_cuda)  // cuda/conv_by_shape.cu (cuDNN or implicit_gemm, per shape)
 #endif
 MINIDL_KERNEL_FILE(register_pool_cuda)         // cuda/pool.cu
 MINIDL_KERNEL_FILE(register_batchnorm_cuda)    // cuda/batchnorm.cu

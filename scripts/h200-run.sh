@@ -17,6 +17,10 @@
 #   fusion           the fused ReLU epilogues (bias_relu, batch_norm_relu): their tests and benchmarks, then
 #                    mnist and captcha bench with MINIDL_FUSE_RELU=1 and 0, alternated twice; a device without
 #                    the fused kernels runs both unfused (the tests say so)
+#   conv_rule        conv2d's per-shape rule (cuda/conv_by_shape.cu): every conv2d kernel at MNIST's first
+#                    convolution for batches 64, 256 and 1024, then mnist bench (batch 64 and 1024) with the
+#                    rule and with --kernel conv2d=cudnn, alternated twice
+#   pack             the pack kernels (DataParallel's buckets) at their default shapes
 # Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
 # default steps fit one 10-minute call; captcha (~4 minutes), torch (~2) and compare (~1-2) are asked
 # for by name.
@@ -131,6 +135,16 @@ for s in "${steps[@]}"; do
           MINIDL_FUSE_RELU=$f run "captcha_bench_fuse${f}_$r" 40 "$bin/captcha" bench --device cuda --steps 60
         done
       done ;;
+    conv_rule)
+      run conv_rule_bench 120 "$bin/minidl" bench --device cuda --op conv2d --shape conv2d:64x1x28x28,32x1x3x3 \
+        --shape conv2d:256x1x28x28,32x1x3x3 --shape conv2d:1024x1x28x28,32x1x3x3
+      for r in 1 2; do
+        for k in by_shape cudnn; do
+          run "mnist_bench_conv_${k}_$r" 30 "$bin/mnist" bench --device cuda --steps 300 --kernel conv2d=$k
+          run "mnist_bench_b1024_conv_${k}_$r" 30 "$bin/mnist" bench --device cuda --batch 1024 --steps 100 --kernel conv2d=$k
+        done
+      done ;;
+    pack) run pack_bench 60 "$bin/minidl" bench --device cuda --op pack ;;
     *) echo "unknown step $s" ;;
   esac
 done

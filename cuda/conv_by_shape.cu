@@ -1,0 +1,81 @@
+// cuda/conv_by_shape.cu — "by_shape": the convolution kernel chosen per shape, among kernels that are
+// already registered (cuDNN and the implicit GEMM of cuda/conv_implicit_gemm.cu). No arithmetic of its
+// own: it is a rule, measured, written down where the dispatcher can use it.
+//
+// Why: the dispatch table has one default kernel per key, and cuDNN wins on almost every shape. Not on a
+// convolution with very few input channels, such as MNIST's first (1 channel, 3x3 taps): its GEMM has a
+// reduction of only C * KH * KW = 9 terms, where cuDNN's algorithms carry fixed set-up work. Measured on
+// the H200 with `minidl bench --device cuda --op conv2d` (docs/conv-ladder.md), at [64,1,28,28]*[32,1,3,3]:
+//
+//   stage            cudnn      implicit_gemm
+//   forward          0.037 ms   0.0086 ms
+//   backward_weight  0.062 ms   0.033 ms
+//   backward_input   0.021 ms   0.051 ms    (not needed for a first layer: x needs no gradient)
+//
+// The rule: forward and backward_weight use the implicit GEMM when C * KH * KW <= kSmallReduction,
+// everything else (and backward_input always) uses cuDNN. If the chosen kernel declines a call (a dtype
+// it does not handle), the other is tried.
+#include <string>
+
+#include "core/dispatch.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+constexpr int64_t kSmallReduction = 16;
+
+bool small_reduction(const Tensor& w) { return w.shape()[1] * w.shape()[2] * w.shape()[3] <= kSmallReduction; }
+
+// The registered function of kernel `name` for (key, cuda); looked up at the first call, when every
+// kernel file has registered its kernels.
+template <class Fn>
+Fn* registered(const std::string& key, const std::string& name) {
+  for (const KernelInfo* k : KernelRegistry::instance().all())
+    if (k->key == key && k->device == DeviceType::cuda && k->name == name && k->signature == typeid(Fn))
+      return reinterpret_cast<Fn*>(k->fn);
+  throw Error(str_cat("conv2d by_shape: kernel '", name, "' of '", key, "' is not registered"));
+}
+
+// Tries `first`, then `second`, as the dispatcher would.
+template <class Fn, class... Args>
+bool first_then(Fn* first, Fn* second, Args&... args) {
+  return first(args...) || second(args...);
+}
+
+bool conv2d_by_shape(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
+  static Conv2dKernel* igemm = registered<Conv2dKernel>("conv2d", "implicit_gemm");
+  static Conv2dKernel* cudnn = registered<Conv2dKernel>("conv2d", "cudnn");
+  return small_reduction(w) ? first_then(igemm, cudnn, x, w, y, p) : first_then(cudnn, igemm, x, w, y, p);
+}
+
+bool conv2d_backward_input_by_shape(const Tensor& grad_y, const Tensor& w, Tensor& grad_x, const Conv2dParams& p) {
+  static Conv2dBackwardInputKernel* igemm =
+      registered<Conv2dBackwardInputKernel>("conv2d.backward_input", "implicit_gemm");
+  static Conv2dBackwardInputKernel* cudnn = registered<Conv2dBackwardInputKernel>("conv2d.backward_input", "cudnn");
+  return first_then(cudnn, igemm, grad_y, w, grad_x, p);
+}
+
+bool conv2d_backward_weight_by_shape(const Tensor& x, const Tensor& grad_y, Tensor& grad_w, const Conv2dParams& p) {
+  static Conv2dBackwardWeightKernel* igemm =
+      registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "implicit_gemm");
+  static Conv2dBackwardWeightKernel* cudnn =
+      registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "cudnn");
+  return small_reduction(grad_w) ? first_then(igemm, cudnn, x, grad_y, grad_w, p)
+                                 : first_then(cudnn, igemm, x, grad_y, grad_w, p);
+}
+
+}  // namespace
+
+void register_conv_by_shape_cuda() {
+  // Priority 25: above cudnn (20), so the rule is the default; --kernel conv2d=cudnn still selects cuDNN.
+  const char* what = "cuDNN, or implicit_gemm when C*KH*KW <= 16 (forward, backward_weight): a rule per shape";
+  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "by_shape", 25, what, conv2d_by_shape);
+  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, "by_shape", 25, what,
+                                             conv2d_backward_input_by_shape);
+  register_kernel<Conv2dBackwardWeightKernel>("conv2d.backward_weight", DeviceType::cuda, "by_shape", 25, what,
+                                              conv2d_backward_weight_by_shape);
+}
+
+}  // namespace minidl

@@ -1,0 +1,81 @@
+// tests/test_conv_by_shape.cpp — the GPU's per-shape convolution rule (cuda/conv_by_shape.cu): it is the
+// default, and each stage gives exactly the bits of the kernel the rule names (implicit_gemm for a
+// reduction of at most 16 terms in forward and backward_weight, cuDNN otherwise). Exact equality holds
+// because both kernels are deterministic for a fixed shape: implicit_gemm always, cuDNN with
+// --deterministic (one algorithm, chosen by heuristics). Its numerics against the reference are covered
+// by the all-kernels sweeps (tests/test_conv_pool.cpp, tests/test_cuda_dense.cpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "core/determinism.h"
+#include "core/dispatch.h"
+#include "tests/test_util.h"
+
+using namespace minidl;
+using namespace minidl::testing;
+
+namespace {
+
+struct Stages {
+  Tensor y, grad_x, grad_w;
+};
+
+// The three stages of one convolution, with kernel `name` selected for conv2d on the GPU.
+Stages run_stages(const std::string& name, const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p) {
+  SelectionReset reset;
+  select_kernel("conv2d", DeviceType::cuda, name);
+  Stages s;
+  s.y = empty(gy.shape(), gy.options());
+  s.grad_x = empty(x.shape(), x.options());
+  s.grad_w = empty(w.shape(), w.options());
+  dispatch<Conv2dKernel>("conv2d", x.device(), x, w, s.y, p);
+  dispatch<Conv2dBackwardInputKernel>("conv2d.backward_input", x.device(), gy, w, s.grad_x, p);
+  dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", x.device(), x, gy, s.grad_w, p);
+  CHECK(last_kernel("conv2d", DeviceType::cuda) == name);
+  CHECK(last_kernel("conv2d.backward_weight", DeviceType::cuda) == name);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cuda conv2d by_shape: the default, with the bits of the kernel its rule names", "[cuda][conv2d]") {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) {
+    WARN("GPU case skipped: " << why);
+    return;
+  }
+  const auto names = kernels_for("conv2d", DeviceType::cuda);
+  if (std::find(names.begin(), names.end(), "by_shape") == names.end()) {
+    WARN("conv2d by_shape is not registered (a build without cuDNN): skipped");
+    return;
+  }
+  REQUIRE(KernelRegistry::instance().candidates("conv2d", DeviceType::cuda).front()->name == "by_shape");
+  struct DeterministicForThisCase {
+    bool before = deterministic_algorithms();
+    DeterministicForThisCase() { set_deterministic_algorithms(true); }
+    ~DeterministicForThisCase() { set_deterministic_algorithms(before); }
+  } deterministic;
+  const Device gpu = Device::cuda(0);
+  Conv2dParams p;  // stride 1, no padding
+  struct Case {
+    Shape x, w;
+    const char* small_stages;  // the kernel for forward and backward_weight
+  };
+  // MNIST's first convolution (1 x 3 x 3 = 9 terms), 16 terms exactly, then 2 x 3 x 3 = 18 and MNIST's second.
+  for (const Case& c : {Case{{8, 1, 12, 12}, {32, 1, 3, 3}, "implicit_gemm"},
+                        Case{{8, 1, 10, 10}, {8, 1, 4, 4}, "implicit_gemm"},
+                        Case{{8, 2, 12, 12}, {16, 2, 3, 3}, "cudnn"}, Case{{8, 32, 12, 12}, {64, 32, 3, 3}, "cudnn"}}) {
+    INFO("x " << shape_str(c.x) << ", w " << shape_str(c.w));
+    const Tensor x = uniform(c.x, -1, 1, DType::float32).to(gpu);
+    const Tensor w = uniform(c.w, -1, 1, DType::float32).to(gpu);
+    const Shape y_shape{c.x[0], c.w[0], c.x[2] - c.w[2] + 1, c.x[3] - c.w[3] + 1};
+    const Tensor gy = uniform(y_shape, -1, 1, DType::float32).to(gpu);
+    const Stages rule = run_stages("by_shape", x, w, gy, p);
+    const Stages small = run_stages(c.small_stages, x, w, gy, p);
+    const Stages cudnn = run_stages("cudnn", x, w, gy, p);
+    CHECK(compare(rule.y, small.y, 0, 0) == "");
+    CHECK(compare(rule.grad_w, small.grad_w, 0, 0) == "");
+    CHECK(compare(rule.grad_x, cudnn.grad_x, 0, 0) == "");  // backward_input: cuDNN always
+  }
+}
