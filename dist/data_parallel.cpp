@@ -46,17 +46,17 @@ DataParallel::DataParallel(Module& model, Communicator& communicator, const Data
     for (const Tensor& b : buffers_) comm_.broadcast(b, 0);
   }
 
-  // Buckets: parameters in reverse registration order, a new bucket when the next one would overflow
-  // bucket_bytes or has another dtype.
+  // Buckets: parameters in reverse registration order; each joins the last bucket while that holds
+  // fewer than bucket_bytes (and the same dtype), so a bucket closes once it reaches the size, with the
+  // parameter that took it there (PyTorch's rule). A large parameter thus shares a bucket with the small
+  // ones before it instead of leaving them a collective of their own.
   bucket_of_.assign(params_.size(), 0);
   offset_of_.assign(params_.size(), 0);
   for (size_t k = params_.size(); k-- > 0;) {
     const Tensor& p = params_[k];
-    const size_t bytes = static_cast<size_t>(p.numel()) * dtype_size(p.dtype());
-    const bool fits = !buckets_.empty() && buckets_.back().flat.dtype() == p.dtype() &&
-                      static_cast<size_t>(buckets_.back().numel) * dtype_size(p.dtype()) + bytes <=
-                          options_.bucket_bytes;
-    if (!fits) {
+    const bool open = !buckets_.empty() && buckets_.back().flat.dtype() == p.dtype() &&
+                      static_cast<size_t>(buckets_.back().numel) * dtype_size(p.dtype()) < options_.bucket_bytes;
+    if (!open) {
       buckets_.emplace_back();
       buckets_.back().flat = empty({0}, p.options());  // placeholder holding the dtype until allocated
     }

@@ -24,8 +24,9 @@
 //   - Metrics, when the program asks: sum() adds per-rank numbers (loss sums, counts).
 //
 // Buckets and overlap. The parameters are laid out, in reverse registration order (roughly the order in
-// which backward finishes them: the last layer first), in flat buffers ("buckets") of about
-// bucket_bytes each; a parameter larger than that gets a bucket of its own. A gradient-ready hook
+// which backward finishes them: the last layer first), in flat buffers ("buckets"): each parameter joins
+// the last bucket while that holds fewer than bucket_bytes, so a bucket closes at the first parameter
+// that takes it to bucket_bytes or more (PyTorch's rule). A gradient-ready hook
 // (core/autograd.h) counts each gradient that backward has finished; when a bucket's last one is ready,
 // all of its gradients are packed into it with one pack_ (ops/ops.h: one kernel launch on a GPU, not one
 // copy per parameter) and its all-reduce starts (Communicator::all_reduce_async) while backward goes on
@@ -57,8 +58,8 @@ namespace minidl {
 namespace dist {
 
 struct DataParallelOptions {
-  // Target size of a gradient bucket. The default suits these small models (MNIST's CNN: 3 buckets; the
-  // captcha model: 4): large enough that each all-reduce moves megabytes, small enough that the first
+  // Target size of a gradient bucket. The default suits these small models (MNIST's CNN: 2 buckets; the
+  // captcha model: 3): large enough that each all-reduce moves megabytes, small enough that the first
   // starts early in backward. PyTorch's default, 25 MiB, is tuned for models of hundreds of megabytes.
   size_t bucket_bytes = size_t(4) << 20;
   // Start each bucket's all-reduce during backward as soon as it is complete. Off: every bucket starts

@@ -24,9 +24,9 @@ import json
 
 # Gradient buckets in launch order (bytes), as the programs print them at start (4 MiB buckets).
 MODELS = {
-    "mnist": {"batch": 64, "buckets": [5672, 4718592, 75264], "step_ms": 0.73,
+    "mnist": {"batch": 64, "buckets": [4724264, 75264], "step_ms": 0.73,
               "step_source": "measured: mnist bench, batch 64, H200 (docs/results/README.md)"},
-    "captcha": {"batch": 128, "buckets": [3198100, 2361344, 2361344, 4132864, 557952], "step_ms": 20.4,
+    "captcha": {"batch": 128, "buckets": [5557396, 4722688, 2331520], "step_ms": 20.4,
                 "step_source": "measured: captcha bench, batch 128, H200 (docs/results/README.md)"},
 }
 

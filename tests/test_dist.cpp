@@ -285,9 +285,9 @@ TEST_CASE("DataParallel of one rank: buckets in reverse layer order, training id
   const TrainResult plain = train_small_cnn(Device::cpu(), nullptr);
   const TrainResult dp = train_small_cnn(Device::cpu(), &lone);
   check_same_training(dp, plain, 0, 0);  // one rank: the gradients are copied, not changed
-  CHECK(dp.buckets == 3);              // the layout is checked in the next case
-  CHECK(dp.started_in_backward == 3);  // every bucket started inside backward
-  CHECK(lone.async_calls == 3 * 18);
+  CHECK(dp.buckets == 2);              // the layout is checked in the next case
+  CHECK(dp.started_in_backward == 2);  // every bucket started inside backward
+  CHECK(lone.async_calls == 2 * 18);
 }
 
 TEST_CASE("DataParallel: bucket layout and overlap switch", "[dist]") {
@@ -297,8 +297,14 @@ TEST_CASE("DataParallel: bucket layout and overlap switch", "[dist]") {
   dist::DataParallelOptions o;
   o.bucket_bytes = 2048;
   dist::DataParallel dp(*model, lone, o);
-  // Reverse registration order, at most 2 KiB unless one parameter is larger (5.weight: a bucket alone).
+  // Reverse registration order; a bucket takes parameters while it holds under 2 KiB, so 5.weight
+  // (25,600 bytes) joins the 1,448 bytes before it and closes the bucket.
   CHECK(dp.describe_buckets() ==
+        "bucket 0: 6762 float32 (27048 bytes): 8.bias, 8.weight, 5.bias, 5.weight\n"
+        "bucket 1: 80 float32 (320 bytes): 0.bias, 0.weight\n");
+  // A bucket that reached the size exactly is closed too.
+  dist::DataParallel exact(*model, lone, dist::DataParallelOptions{1448, true});
+  CHECK(exact.describe_buckets() ==
         "bucket 0: 362 float32 (1448 bytes): 8.bias, 8.weight, 5.bias\n"
         "bucket 1: 6400 float32 (25600 bytes): 5.weight\n"
         "bucket 2: 80 float32 (320 bytes): 0.bias, 0.weight\n");
