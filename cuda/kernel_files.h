@@ -39,3 +39,4 @@ MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
 #endif
 MINIDL_KERNEL_FILE(register_pool_cuda)         // cuda/pool.cu
 MINIDL_KERNEL_FILE(register_batchnorm_cuda)    // cuda/batchnorm.cu
+MINIDL_KERNEL_FILE(register_matmul_v8_tuned_cuda)            // cuda/matmul_v8_tuned.cu
