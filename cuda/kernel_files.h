@@ -40,3 +40,4 @@ MINIDL_KERNEL_FILE(register_conv_by_shape_cuda)  // cuda/conv_by_shape.cu (cuDNN
 #endif
 MINIDL_KERNEL_FILE(register_pool_cuda)         // cuda/pool.cu
 MINIDL_KERNEL_FILE(register_batchnorm_cuda)    // cuda/batchnorm.cu
+MINIDL_KERNEL_FILE(register_matmul_v8_tuned_cuda)            // cuda/matmul_v8_tuned.cu

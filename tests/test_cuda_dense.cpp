@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -239,7 +240,7 @@ TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
     const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
     const Tensor a = ab.first.to(Device::cuda(0)), b = ab.second.to(Device::cuda(0));
     const std::vector<float> v3 = cuda_matmul_with("v3_register_blocked", a, b, c, ta, tb);
-    for (const char* name : {"v4_warptiled", "v5_double_buffered", "v6_cp_async"}) {
+    for (const char* name : {"v4_warptiled", "v5_double_buffered", "v6_cp_async", "v8_tuned"}) {
       INFO("kernel " << name);
       CHECK(cuda_matmul_with(name, a, b, c, ta, tb) == v3);
     }
@@ -248,6 +249,105 @@ TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
     CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // tunes this class
     CHECK(cuda_matmul_with("v7_autotuned", a, b, c, ta, tb) == split);  // its choice
     if (c.K < 128) CHECK(split == v3);
+  });
+}
+
+namespace {
+
+// Sets an environment variable for a scope and restores it.
+struct EnvScope {
+  EnvScope(const char* name, const std::string& value) : name(name) {
+    const char* old = std::getenv(name);
+    had = old != nullptr;
+    if (had) saved = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~EnvScope() {
+    if (had)
+      ::setenv(name, saved.c_str(), 1);
+    else
+      ::unsetenv(name);
+  }
+  const char* name;
+  bool had = false;
+  std::string saved;
+};
+
+// The function of CUDA matmul kernel `name` in the dispatch table; nullptr when the build has none.
+MatmulKernel* cuda_matmul_kernel(const std::string& name) {
+  for (const KernelInfo* k : KernelRegistry::instance().candidates("matmul", DeviceType::cuda))
+    if (k->name == name) return reinterpret_cast<MatmulKernel*>(k->fn);
+  return nullptr;
+}
+
+// v8_tuned's configuration names, read from the error an unknown MINIDL_V8_CONFIG raises (lines
+// "  INDEX  NAME ..." after the message): the list the user is shown. It looks the configuration up
+// before it touches a device, so this runs without a GPU. Empty when the build has no v8_tuned.
+std::vector<std::string> v8_config_names() {
+  MatmulKernel* v8 = cuda_matmul_kernel("v8_tuned");
+  if (v8 == nullptr) return {};
+  EnvScope env("MINIDL_V8_CONFIG", "no_such_config");
+  const Tensor a = random_f32({1, 4, 4}), b = random_f32({1, 4, 4});
+  Tensor out = empty({1, 4, 4});
+  std::string message;
+  try {
+    v8(a, b, out, false, false);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("MINIDL_V8_CONFIG=\"no_such_config\" is not a configuration") != std::string::npos);
+  std::vector<std::string> names;
+  std::istringstream lines(message);
+  std::string line;
+  std::getline(lines, line);  // the message itself
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    int index = -1;
+    std::string name;
+    fields >> index >> name;
+    CHECK(index == static_cast<int>(names.size()));
+    names.push_back(name);
+  }
+  return names;
+}
+
+}  // namespace
+
+// cuda/matmul_v8_tuned.cu: MINIDL_V8_CONFIG picks a tile configuration; an unknown value is an error that
+// lists the valid ones, by index and name (one of them marked as the default). No GPU needed.
+TEST_CASE("matmul v8_tuned: an unknown MINIDL_V8_CONFIG is an error listing the configurations", "[matmul][v8]") {
+  if (cuda_matmul_kernel("v8_tuned") == nullptr) {
+    WARN("skipped: this build has no CUDA kernels");
+    return;
+  }
+  const std::vector<std::string> names = v8_config_names();
+  CHECK(names.size() >= 6);
+  for (const std::string& name : names) CHECK(name.find("x") != std::string::npos);
+}
+
+// Every configuration of v8_tuned, chosen by index and by name, serves every transpose flag on ragged,
+// batched, unaligned and tile-sized shapes, and gives v3's bits: the same fmaf order over k as the rest of
+// the FP32 ladder, whatever the tile, thread tile or buffering.
+TEST_CASE("cuda matmul v8_tuned: every configuration gives v3's bits", "[cuda][matmul][v8]") {
+  if (!gpu_available()) return;
+  manual_seed(15);
+  const std::vector<std::string> names = v8_config_names();
+  REQUIRE(names.size() >= 6);
+  const std::vector<MatmulCase> cases = {{3, 129, 65, 100}, {1, 300, 520, 127}, {2, 256, 256, 64}, {1, 1, 1, 1},
+                                         {2, 33, 7, 1}, {1, 257, 1, 40}};
+  for_each_matmul_case(cases, [&](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first.to(Device::cuda(0)), b = ab.second.to(Device::cuda(0));
+    const std::vector<float> v3 = cuda_matmul_with("v3_register_blocked", a, b, c, ta, tb);
+    for (size_t i = 0; i < names.size(); ++i) {
+      INFO("MINIDL_V8_CONFIG " << i << " " << names[i]);
+      {
+        EnvScope env("MINIDL_V8_CONFIG", std::to_string(i));
+        CHECK(cuda_matmul_with("v8_tuned", a, b, c, ta, tb) == v3);
+      }
+      EnvScope env("MINIDL_V8_CONFIG", names[i]);
+      CHECK(cuda_matmul_with("v8_tuned", a, b, c, ta, tb) == v3);
+    }
   });
 }
 
