@@ -21,6 +21,9 @@
 #                    convolution for batches 64, 256 and 1024, then mnist bench (batch 64 and 1024) with the
 #                    rule and with --kernel conv2d=cudnn, alternated twice
 #   pack             the pack kernels (DataParallel's buckets) at their default shapes
+#   tf32_diag        why TF32 slows the MNIST step: mnist bench with MINIDL_TF32=0 and 1 under Nsight Compute
+#                    (kernel names and GPU times only, --clock-control none), and plain bench runs alternated
+#   tf32_conv        the convolution ladder against cuDNN with TF32 allowed on both sides (MINIDL_TF32=1)
 # Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
 # default steps fit one 10-minute call; captcha (~4 minutes), torch (~2) and compare (~1-2) are asked
 # for by name.
@@ -145,6 +148,19 @@ for s in "${steps[@]}"; do
         done
       done ;;
     pack) run pack_bench 60 "$bin/minidl" bench --device cuda --op pack ;;
+    tf32_diag)
+      for t in 0 1; do
+        MINIDL_TF32=$t run "tf32_ncu_$t" 150 ncu --clock-control none --metrics gpu__time_duration.sum \
+          --print-summary per-kernel "$bin/mnist" bench --device cuda --warmup 5 --steps 10
+      done
+      for r in 1 2; do
+        for t in 0 1; do
+          MINIDL_TF32=$t run "tf32_bench_${t}_$r" 30 "$bin/mnist" bench --device cuda --steps 300
+        done
+      done ;;
+    tf32_conv)
+      MINIDL_TF32=1 run tf32_conv 200 "$bin/minidl" bench --device cuda --op conv2d \
+        --shape conv2d:64x32x26x26,64x32x3x3 --shape conv2d:128x128x8x24,256x128x3x3,p1 ;;
     *) echo "unknown step $s" ;;
   esac
 done
