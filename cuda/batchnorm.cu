@@ -1,6 +1,8 @@
 // cuda/batchnorm.cu — batch normalisation on the GPU: keys "batch_norm" (training), "batch_norm.inference",
-// "batch_norm.backward". Our own kernels ("v1_two_pass": one block per channel; "v2_split": each channel
-// over many blocks; float32 and float64) and cuDNN peers ("cudnn", float32).
+// "batch_norm.backward", and the fused batch norm + ReLU, "batch_norm_relu" and "batch_norm_relu.backward".
+// Our own kernels ("v1_two_pass": one block per channel; "v2_split": each channel over many blocks;
+// float32 and float64, both for batch_norm and batch_norm_relu under the same names) and cuDNN peers
+// ("cudnn", float32, batch_norm only).
 //
 // x is [N, C, S] contiguous (S = H*W, or 1 for [N, C]); per channel c over its M = N*S values
 // (ops/kernel_signatures.h):
@@ -9,6 +11,11 @@
 //   inference  y = (x - mean_c) / sqrt(var_c + eps) * gamma_c + beta_c   with the given mean, var
 //   backward   xhat = (x - mean_c) * invstd_c,  grad_gamma_c = sum grad_y * xhat,  grad_beta_c = sum grad_y,
 //              grad_x = gamma_c * invstd_c / M * (M * grad_y - grad_beta_c - xhat * grad_gamma_c)
+//   batch_norm_relu           training's y, then y = relu(y) = y > 0 ? y : 0 as it is written
+//   batch_norm_relu.backward  backward with grad_y read as grad_y * [y > 0] everywhere (sums and grad_x),
+//                             y the forward's output (y > 0 exactly where the normalised value was > 0)
+// The ReLU is a template parameter (Relu) of the training kernels: false for batch_norm, true for
+// batch_norm_relu, the same code otherwise (the CPU kernels, cpu/norm_*.cpp, do the same).
 // Running statistics are not touched here: the op front end updates them from save_mean/save_invstd.
 // Accumulation convention: outputs are overwritten (=).
 #include <cmath>
@@ -59,7 +66,26 @@ __device__ __forceinline__ int64_t channel_offset(int64_t i, int64_t c, int64_t 
   return (n * C + c) * S + (i - n * S);
 }
 
-template <class T>
+// batch_norm_relu's ReLU as y is written: relu(v) = v > 0 ? v : 0 when Relu, v itself otherwise.
+template <bool Relu, class T>
+__device__ __forceinline__ T relu_if(T v) {
+  if constexpr (Relu) return v > T(0) ? v : T(0);
+  return v;
+}
+
+// The gradient a backward kernel reads at `off`: grad_y[off] for batch_norm; grad_y[off] * [y[off] > 0]
+// for batch_norm_relu, y its forward's output (y is not read, and may be null, when !Relu). Both values
+// are loaded before the select, so the compiler has no reason for a branch around a load.
+template <bool Relu, class T, class Index>
+__device__ __forceinline__ T masked_grad(const T* __restrict__ gy, const T* __restrict__ y, Index off) {
+  if constexpr (Relu) {
+    const T g = gy[off], out = y[off];
+    return out > T(0) ? g : T(0);
+  }
+  return gy[off];
+}
+
+template <class T, bool Relu>
 __global__ void __launch_bounds__(kReduceBlock) batch_norm_forward_kernel(
     const T* __restrict__ x, const T* __restrict__ gamma, const T* __restrict__ beta, double eps, T* __restrict__ y,
     T* __restrict__ save_mean, T* __restrict__ save_invstd, int64_t N, int64_t C, int64_t S) {
@@ -81,7 +107,7 @@ __global__ void __launch_bounds__(kReduceBlock) batch_norm_forward_kernel(
   const T m = static_cast<T>(mean), scale = static_cast<T>(invstd) * gamma[c], shift = beta[c];
   for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
     const int64_t off = channel_offset(i, c, C, S);
-    y[off] = (x[off] - m) * scale + shift;
+    y[off] = relu_if<Relu>((x[off] - m) * scale + shift);
   }
 }
 
@@ -98,17 +124,18 @@ __global__ void batch_norm_inference_kernel(const T* __restrict__ x, const T* __
   }
 }
 
-template <class T>
+// y: the forward's output when Relu (the mask), unused otherwise.
+template <class T, bool Relu>
 __global__ void __launch_bounds__(kReduceBlock) batch_norm_backward_kernel(
-    const T* __restrict__ x, const T* __restrict__ gy, const T* __restrict__ gamma, const T* __restrict__ save_mean,
-    const T* __restrict__ save_invstd, T* __restrict__ gx, T* __restrict__ grad_gamma, T* __restrict__ grad_beta,
-    int64_t N, int64_t C, int64_t S) {
+    const T* __restrict__ x, const T* __restrict__ y, const T* __restrict__ gy, const T* __restrict__ gamma,
+    const T* __restrict__ save_mean, const T* __restrict__ save_invstd, T* __restrict__ gx, T* __restrict__ grad_gamma,
+    T* __restrict__ grad_beta, int64_t N, int64_t C, int64_t S) {
   const int64_t c = blockIdx.x, M = N * S;
   const double mean = save_mean[c], invstd = save_invstd[c];
   double sum_gy = 0, sum_gy_xhat = 0;
   for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
     const int64_t off = channel_offset(i, c, C, S);
-    const double g = gy[off];
+    const double g = masked_grad<Relu>(gy, y, off);
     sum_gy += g;
     sum_gy_xhat += g * (static_cast<double>(x[off]) - mean) * invstd;
   }
@@ -123,7 +150,8 @@ __global__ void __launch_bounds__(kReduceBlock) batch_norm_backward_kernel(
   for (int64_t i = threadIdx.x; i < M; i += blockDim.x) {
     const int64_t off = channel_offset(i, c, C, S);
     const double xhat = (static_cast<double>(x[off]) - mean) * invstd;
-    gx[off] = static_cast<T>(k * (static_cast<double>(M) * static_cast<double>(gy[off]) - gb - xhat * gg));
+    const double g = masked_grad<Relu>(gy, y, off);
+    gx[off] = static_cast<T>(k * (static_cast<double>(M) * g - gb - xhat * gg));
   }
 }
 
@@ -135,15 +163,17 @@ BnDims bn_dims(const Tensor& x) { return {x.size(0), x.size(1), x.size(2)}; }
 
 bool is_f32_or_f64(const Tensor& t) { return t.dtype() == DType::float32 || t.dtype() == DType::float64; }
 
-template <class T>
+template <class T, bool Relu>
 void launch_forward(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& save_mean,
                     Tensor& save_invstd, const BnDims& d, cudaStream_t s) {
-  batch_norm_forward_kernel<T><<<static_cast<unsigned>(d.C), kReduceBlock, 0, s>>>(
+  batch_norm_forward_kernel<T, Relu><<<static_cast<unsigned>(d.C), kReduceBlock, 0, s>>>(
       x.data<T>(), gamma.data<T>(), beta.data<T>(), eps, y.data<T>(), save_mean.data<T>(), save_invstd.data<T>(), d.N,
       d.C, d.S);
   MINIDL_LAUNCH_CHECK();
 }
 
+// batch_norm (Relu false) and batch_norm_relu (Relu true).
+template <bool Relu>
 bool batch_norm_v1(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   if (!is_f32_or_f64(x)) return false;
@@ -154,9 +184,9 @@ bool batch_norm_v1(const Tensor& x, const Tensor& gamma, const Tensor& beta, dou
   if (d.C == 0) return true;
   if (d.N * d.S == 0) return false;  // statistics of no values: leave it to the reference's definition
   if (x.dtype() == DType::float32)
-    launch_forward<float>(x, gamma, beta, eps, y, save_mean, save_invstd, d, cuda::stream(device));
+    launch_forward<float, Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, d, cuda::stream(device));
   else
-    launch_forward<double>(x, gamma, beta, eps, y, save_mean, save_invstd, d, cuda::stream(device));
+    launch_forward<double, Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, d, cuda::stream(device));
   return true;
 }
 
@@ -182,18 +212,22 @@ bool batch_norm_inference_v1(const Tensor& x, const Tensor& gamma, const Tensor&
   return true;
 }
 
-template <class T>
-void launch_backward(const Tensor& x, const Tensor& gy, const Tensor& gamma, const Tensor& save_mean,
+// y: the forward's output when Relu, an undefined tensor otherwise.
+template <class T, bool Relu>
+void launch_backward(const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gamma, const Tensor& save_mean,
                      const Tensor& save_invstd, Tensor& gx, Tensor& grad_gamma, Tensor& grad_beta, const BnDims& d,
                      cudaStream_t s) {
-  batch_norm_backward_kernel<T><<<static_cast<unsigned>(d.C), kReduceBlock, 0, s>>>(
-      x.data<T>(), gy.data<T>(), gamma.data<T>(), save_mean.data<T>(), save_invstd.data<T>(), gx.data<T>(),
+  const T* mask = Relu ? y.data<T>() : nullptr;
+  batch_norm_backward_kernel<T, Relu><<<static_cast<unsigned>(d.C), kReduceBlock, 0, s>>>(
+      x.data<T>(), mask, gy.data<T>(), gamma.data<T>(), save_mean.data<T>(), save_invstd.data<T>(), gx.data<T>(),
       grad_gamma.data<T>(), grad_beta.data<T>(), d.N, d.C, d.S);
   MINIDL_LAUNCH_CHECK();
 }
 
-bool batch_norm_backward_v1(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
-                            const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+// The backward of batch_norm (Relu false, y undefined) or of batch_norm_relu (Relu true, y its output).
+template <bool Relu>
+bool backward_v1(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
+                 const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
   if (!is_f32_or_f64(x)) return false;
   const BnDims d = bn_dims(x);
   if (d.C > INT32_MAX) return false;
@@ -202,12 +236,23 @@ bool batch_norm_backward_v1(const Tensor& x, const Tensor& grad_y, const Tensor&
   if (d.C == 0) return true;
   if (d.N * d.S == 0) return false;
   if (x.dtype() == DType::float32)
-    launch_backward<float>(x, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d,
-                           cuda::stream(device));
+    launch_backward<float, Relu>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d,
+                                 cuda::stream(device));
   else
-    launch_backward<double>(x, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d,
-                            cuda::stream(device));
+    launch_backward<double, Relu>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d,
+                                  cuda::stream(device));
   return true;
+}
+
+bool batch_norm_backward_v1(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
+                            const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+  return backward_v1<false>(x, Tensor(), grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
+}
+
+bool batch_norm_relu_backward_v1(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
+                                 const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
+                                 Tensor& grad_gamma, Tensor& grad_beta) {
+  return backward_v1<true>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
 }
 
 // ---------------------------------------------------------------- v2_split
@@ -221,6 +266,8 @@ bool batch_norm_backward_v1(const Tensor& x, const Tensor& grad_y, const Tensor&
 //      and derives the statistics and the per-channel coefficients of step 3.
 //   3. apply: one thread per element: y = (x - mean_c) * scale_c + beta_c with scale_c = invstd_c * gamma_c,
 //      or grad_x = A_c * gy + B_c * (x - mean_c) + D_c (the v1 formula regrouped, below).
+// batch_norm_relu clamps y in step 3, and its backward reads gy * [y > 0] in steps 1 and 3: one more
+// tensor read in each of the two passes, in place of the separate relu_backward pass of the unfused pair.
 // Inference (given mean and var) needs only the per-channel scale and the apply pass.
 // Forward reads x twice and writes y once; backward reads x and gy twice and writes grad_x once.
 // The variance comes from one pass: var = s2 / M - (s1 / M)^2. Without the shift this is
@@ -301,20 +348,22 @@ __global__ void bn_forward_finalize(const T* __restrict__ x, const T* __restrict
   scale[c] = static_cast<T>(invstd * static_cast<double>(gamma[c]));
 }
 
-// y = (x - mean_c) * scale_c + beta_c over all N*C*S elements in memory order.
+// y = (x - mean_c) * scale_c + beta_c over all N*C*S elements in memory order (then relu(y) when Relu).
 // Index is uint32_t when the tensor has fewer than 2^32 elements (cheaper division), else int64_t.
-template <class T, class Index>
+template <class T, class Index, bool Relu>
 __global__ void bn_forward_apply(const T* __restrict__ x, const T* __restrict__ mean, const T* __restrict__ scale,
                                  const T* __restrict__ beta, T* __restrict__ y, Index total, Index C, Index S) {
   for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const Index c = (i / S) % C;
-    y[i] = (x[i] - mean[c]) * scale[c] + beta[c];
+    y[i] = relu_if<Relu>((x[i] - mean[c]) * scale[c] + beta[c]);
   }
 }
 
-template <class T>
-__global__ void __launch_bounds__(kSplitBlock) bn_backward_partials(const T* __restrict__ x, const T* __restrict__ gy,
+// y: the forward's output when Relu (the mask), unused otherwise.
+template <class T, bool Relu>
+__global__ void __launch_bounds__(kSplitBlock) bn_backward_partials(const T* __restrict__ x, const T* __restrict__ y,
+                                                                    const T* __restrict__ gy,
                                                                     const T* __restrict__ save_mean, int64_t C,
                                                                     uint32_t S, uint32_t M, uint32_t chunk,
                                                                     double* __restrict__ partial) {
@@ -325,7 +374,7 @@ __global__ void __launch_bounds__(kSplitBlock) bn_backward_partials(const T* __r
   double sum_gy = 0, sum_gy_xc = 0;
   for (uint32_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
     const int64_t off = channel_offset32(i, c, C, S);
-    const double g_val = gy[off];
+    const double g_val = masked_grad<Relu>(gy, y, off);
     sum_gy += g_val;
     sum_gy_xc += g_val * (static_cast<double>(x[off]) - mean);
   }
@@ -361,13 +410,14 @@ __global__ void bn_backward_finalize(const T* __restrict__ gamma, const T* __res
   coef[2 * C + c] = static_cast<T>(-k * gb);        // D
 }
 
-template <class T, class Index>
-__global__ void bn_backward_apply(const T* __restrict__ x, const T* __restrict__ gy, const T* __restrict__ mean,
-                                  const T* __restrict__ coef, T* __restrict__ gx, Index total, Index C, Index S) {
+template <class T, class Index, bool Relu>
+__global__ void bn_backward_apply(const T* __restrict__ x, const T* __restrict__ y, const T* __restrict__ gy,
+                                  const T* __restrict__ mean, const T* __restrict__ coef, T* __restrict__ gx,
+                                  Index total, Index C, Index S) {
   for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const Index c = (i / S) % C;
-    gx[i] = coef[c] * gy[i] + coef[C + c] * (x[i] - mean[c]) + coef[2 * C + c];
+    gx[i] = coef[c] * masked_grad<Relu>(gy, y, i) + coef[C + c] * (x[i] - mean[c]) + coef[2 * C + c];
   }
 }
 
@@ -376,7 +426,7 @@ bool split_accepts(const Tensor& x, const BnDims& d) {
   return is_f32_or_f64(x) && d.C <= 65535 && d.N * d.S > 0 && d.N * d.S <= UINT32_MAX && d.S <= UINT32_MAX;
 }
 
-template <class T>
+template <class T, bool Relu>
 void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                        Tensor& save_mean, Tensor& save_invstd, const BnDims& d, int device) {
   const cudaStream_t s = cuda::stream(device);
@@ -396,11 +446,11 @@ void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   const int64_t total = x.numel();
   const unsigned grid = cuda::grid_for(total, kElementwiseBlock);
   if (total <= UINT32_MAX)
-    bn_forward_apply<T, uint32_t><<<grid, kElementwiseBlock, 0, s>>>(
+    bn_forward_apply<T, uint32_t, Relu><<<grid, kElementwiseBlock, 0, s>>>(
         x.data<T>(), save_mean.data<T>(), scale.data<T>(), beta.data<T>(), y.data<T>(), static_cast<uint32_t>(total),
         static_cast<uint32_t>(d.C), static_cast<uint32_t>(d.S));
   else
-    bn_forward_apply<T, int64_t><<<grid, kElementwiseBlock, 0, s>>>(
+    bn_forward_apply<T, int64_t, Relu><<<grid, kElementwiseBlock, 0, s>>>(
         x.data<T>(), save_mean.data<T>(), scale.data<T>(), beta.data<T>(), y.data<T>(), total, d.C, d.S);
   MINIDL_LAUNCH_CHECK();
 }
@@ -425,11 +475,11 @@ void launch_inference_v2(const Tensor& x, const Tensor& gamma, const Tensor& bet
   const int64_t total = x.numel();
   const unsigned grid = cuda::grid_for(total, kElementwiseBlock);
   if (total <= UINT32_MAX)
-    bn_forward_apply<T, uint32_t><<<grid, kElementwiseBlock, 0, s>>>(
+    bn_forward_apply<T, uint32_t, false><<<grid, kElementwiseBlock, 0, s>>>(
         x.data<T>(), mean.data<T>(), scale.data<T>(), beta.data<T>(), y.data<T>(), static_cast<uint32_t>(total),
         static_cast<uint32_t>(d.C), static_cast<uint32_t>(d.S));
   else
-    bn_forward_apply<T, int64_t><<<grid, kElementwiseBlock, 0, s>>>(
+    bn_forward_apply<T, int64_t, false><<<grid, kElementwiseBlock, 0, s>>>(
         x.data<T>(), mean.data<T>(), scale.data<T>(), beta.data<T>(), y.data<T>(), total, d.C, d.S);
   MINIDL_LAUNCH_CHECK();
 }
@@ -448,6 +498,8 @@ bool batch_norm_inference_v2(const Tensor& x, const Tensor& gamma, const Tensor&
   return true;
 }
 
+// batch_norm (Relu false) and batch_norm_relu (Relu true).
+template <bool Relu>
 bool batch_norm_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   const BnDims d = bn_dims(x);
@@ -455,24 +507,26 @@ bool batch_norm_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, dou
   const int device = x.device().index;
   cuda::set_device(device);
   if (x.dtype() == DType::float32)
-    launch_forward_v2<float>(x, gamma, beta, eps, y, save_mean, save_invstd, d, device);
+    launch_forward_v2<float, Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, d, device);
   else
-    launch_forward_v2<double>(x, gamma, beta, eps, y, save_mean, save_invstd, d, device);
+    launch_forward_v2<double, Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, d, device);
   return true;
 }
 
-template <class T>
-void launch_backward_v2(const Tensor& x, const Tensor& gy, const Tensor& gamma, const Tensor& save_mean,
-                        const Tensor& save_invstd, Tensor& gx, Tensor& grad_gamma, Tensor& grad_beta, const BnDims& d,
-                        int device) {
+// y: the forward's output when Relu, an undefined tensor otherwise.
+template <class T, bool Relu>
+void launch_backward_v2(const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gamma,
+                        const Tensor& save_mean, const Tensor& save_invstd, Tensor& gx, Tensor& grad_gamma,
+                        Tensor& grad_beta, const BnDims& d, int device) {
+  const T* mask = Relu ? y.data<T>() : nullptr;
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N * d.S;
   const SplitPlan plan = split_plan(d.C, M, device);
   const int64_t G = plan.G, chunk = plan.chunk;
   Tensor partial = empty({2 * d.C * G}, TensorOptions(DType::float64, x.device()));
   Tensor coef = empty({3 * d.C}, x.options());
-  bn_backward_partials<T><<<dim3(static_cast<unsigned>(G), static_cast<unsigned>(d.C)), kSplitBlock, 0, s>>>(
-      x.data<T>(), gy.data<T>(), save_mean.data<T>(), d.C, static_cast<uint32_t>(d.S), static_cast<uint32_t>(M),
+  bn_backward_partials<T, Relu><<<dim3(static_cast<unsigned>(G), static_cast<unsigned>(d.C)), kSplitBlock, 0, s>>>(
+      x.data<T>(), mask, gy.data<T>(), save_mean.data<T>(), d.C, static_cast<uint32_t>(d.S), static_cast<uint32_t>(M),
       static_cast<uint32_t>(chunk), partial.data<double>());
   MINIDL_LAUNCH_CHECK();
   bn_backward_finalize<T><<<cuda::grid_for(d.C, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
@@ -482,26 +536,41 @@ void launch_backward_v2(const Tensor& x, const Tensor& gy, const Tensor& gamma, 
   const int64_t total = x.numel();
   const unsigned grid = cuda::grid_for(total, kElementwiseBlock);
   if (total <= UINT32_MAX)
-    bn_backward_apply<T, uint32_t><<<grid, kElementwiseBlock, 0, s>>>(
-        x.data<T>(), gy.data<T>(), save_mean.data<T>(), coef.data<T>(), gx.data<T>(), static_cast<uint32_t>(total),
-        static_cast<uint32_t>(d.C), static_cast<uint32_t>(d.S));
+    bn_backward_apply<T, uint32_t, Relu><<<grid, kElementwiseBlock, 0, s>>>(
+        x.data<T>(), mask, gy.data<T>(), save_mean.data<T>(), coef.data<T>(), gx.data<T>(),
+        static_cast<uint32_t>(total), static_cast<uint32_t>(d.C), static_cast<uint32_t>(d.S));
   else
-    bn_backward_apply<T, int64_t><<<grid, kElementwiseBlock, 0, s>>>(
-        x.data<T>(), gy.data<T>(), save_mean.data<T>(), coef.data<T>(), gx.data<T>(), total, d.C, d.S);
+    bn_backward_apply<T, int64_t, Relu><<<grid, kElementwiseBlock, 0, s>>>(
+        x.data<T>(), mask, gy.data<T>(), save_mean.data<T>(), coef.data<T>(), gx.data<T>(), total, d.C, d.S);
   MINIDL_LAUNCH_CHECK();
 }
 
-bool batch_norm_backward_v2(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
-                            const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+// The backward of batch_norm (Relu false, y undefined) or of batch_norm_relu (Relu true, y its output).
+template <bool Relu>
+bool backward_v2(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
+                 const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
   const BnDims d = bn_dims(x);
   if (!split_accepts(x, d)) return false;
   const int device = x.device().index;
   cuda::set_device(device);
   if (x.dtype() == DType::float32)
-    launch_backward_v2<float>(x, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d, device);
+    launch_backward_v2<float, Relu>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d,
+                                    device);
   else
-    launch_backward_v2<double>(x, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d, device);
+    launch_backward_v2<double, Relu>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d,
+                                     device);
   return true;
+}
+
+bool batch_norm_backward_v2(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
+                            const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+  return backward_v2<false>(x, Tensor(), grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
+}
+
+bool batch_norm_relu_backward_v2(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
+                                 const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
+                                 Tensor& grad_gamma, Tensor& grad_beta) {
+  return backward_v2<true>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
 }
 
 #ifdef MINIDL_WITH_CUDNN
@@ -582,7 +651,7 @@ bool batch_norm_backward_cudnn(const Tensor& x, const Tensor& grad_y, const Tens
 void register_batchnorm_cuda() {
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v1_two_pass", 10,
                                    "one block per channel, two-pass mean/variance, warp-shuffle reductions (f32, f64)",
-                                   batch_norm_v1);
+                                   batch_norm_v1<false>);
   register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v1_two_pass", 10,
                                             "one thread per element with the given statistics (f32, f64)",
                                             batch_norm_inference_v1);
@@ -591,7 +660,7 @@ void register_batchnorm_cuda() {
                                            batch_norm_backward_v1);
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v2_split", 30,
                                    "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
-                                   batch_norm_v2);
+                                   batch_norm_v2<false>);
   register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v2_split", 30,
                                             "per-channel scale once, then one apply pass (f32, f64)",
                                             batch_norm_inference_v2);
@@ -599,6 +668,19 @@ void register_batchnorm_cuda() {
                                            "each channel split over many blocks: partial sums, finalize, apply "
                                            "(f32, f64)",
                                            batch_norm_backward_v2);
+  // batch_norm_relu: the same kernels with the ReLU (Relu = true) under the same names and priorities, so
+  // --kernel batch_norm_relu=v1_two_pass selects both of its stages, and v2_split is the default.
+  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cuda, "v1_two_pass", 10,
+                                   "v1_two_pass with relu(y) as y is written (f32, f64)", batch_norm_v1<true>);
+  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cuda, "v1_two_pass", 10,
+                                               "v1_two_pass reading grad_y * [y > 0] (f32, f64)",
+                                               batch_norm_relu_backward_v1);
+  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cuda, "v2_split", 30,
+                                   "v2_split with relu(y) in the apply pass (f32, f64)", batch_norm_v2<true>);
+  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cuda, "v2_split", 30,
+                                               "v2_split reading grad_y * [y > 0] in the partial sums and the apply "
+                                               "pass (f32, f64)",
+                                               batch_norm_relu_backward_v2);
 #ifdef MINIDL_WITH_CUDNN
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "cudnn", 20,
                                    "cudnnBatchNormalizationForwardTraining, SPATIAL, no running stats (f32)",

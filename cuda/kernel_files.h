@@ -9,6 +9,7 @@
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
 MINIDL_KERNEL_FILE(register_copy_cuda)         // cuda/copy.cu
 MINIDL_KERNEL_FILE(register_elementwise_cuda)  // cuda/elementwise.cu
+MINIDL_KERNEL_FILE(register_bias_relu_cuda)    // cuda/bias_relu.cu (bias_relu, bias_relu.backward)
 MINIDL_KERNEL_FILE(register_reduce_cuda)       // cuda/reduce.cu
 MINIDL_KERNEL_FILE(register_softmax_cuda)      // cuda/softmax.cu
 MINIDL_KERNEL_FILE(register_dropout_cuda)      // cuda/dropout.cu

@@ -1,8 +1,9 @@
-// tests/test_bias_relu.cpp — the fused bias + ReLU: every kernel against the naive CPU reference (forward
-// and backward, both layouts, sizes large enough for the threaded paths), the op against the same layer
-// written with add and relu (values and gradients), a float64 gradcheck, its errors, and Sequential's
-// fusion (with batch_norm_relu, tested with the norm ops): which pairs it fuses, and that the model
-// computes the same outputs and gradients either way.
+// tests/test_bias_relu.cpp — the fused bias + ReLU: every kernel on every device against the naive CPU
+// reference (forward and backward, both layouts, float32 and float64, sizes large enough for the threaded
+// CPU paths and the GPU's chunked sums), the op against the same layer written with add and relu (values
+// and gradients), a float64 gradcheck, its errors, and Sequential's fusion (with batch_norm_relu, tested
+// with the norm ops): which pairs it fuses, and that the model computes the same outputs and gradients
+// either way, on the CPU and on a GPU. The GPU cases ([cuda]) return after a warning when no GPU is usable.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -18,14 +19,14 @@ using namespace minidl::testing;
 
 namespace {
 
-Tensor f32(const Shape& shape, double lo, double hi) { return uniform(shape, lo, hi, DType::float32); }
-
 struct Sizes {
   int64_t outer, channels, inner;
 };
 
 // Odd sizes of both layouts (inner 1: after a linear layer), and above the 32k elements where the omp
-// kernel goes parallel, in each of its two backward paths.
+// kernel goes parallel, in each of its two backward paths. On a GPU, the last three split each channel's
+// sum over several blocks (cuda/bias_relu.cu), with a ragged last chunk, and [701, 67, 1] has a partial
+// group of 32 columns.
 std::vector<Sizes> sweep_sizes() {
   return {{3, 5, 7}, {4, 6, 1}, {1, 1, 1}, {2, 3, 20011}, {701, 67, 1}, {64, 32, 676}};
 }
@@ -46,54 +47,51 @@ Result run(const Tensor& y, const Tensor& b, const Tensor& w, Device d, int dim)
   return r;
 }
 
-// The test devices that have bias_relu kernels. The CUDA backend has none yet (Sequential runs unfused
-// there); a GPU is then skipped with a visible message instead of failing on "no kernel is registered".
-std::vector<Device> devices_with_kernels() {
-  std::vector<Device> out;
-  for (const Device d : test_devices()) {
-    if (!has_fused_kernels("bias_relu", d.type))
-      WARN("bias_relu: no kernel for " << d.str() << " yet, skipped there (Sequential runs unfused on it)");
-    else
-      out.push_back(d);
-  }
-  return out;
-}
-
 }  // namespace
+
+TEST_CASE("bias_relu and batch_norm_relu have kernels for both stages on every device", "[elementwise][nn]") {
+  // Sequential fuses on a device only where both stages have a kernel (nn/layers.h); the CPU and the
+  // CUDA backend both have them, so a model fuses on either.
+  for (const Device d : test_devices()) {
+    INFO("device " << d.str());
+    CHECK(has_fused_kernels("bias_relu", d.type));
+    CHECK(has_fused_kernels("batch_norm_relu", d.type));
+  }
+}
 
 TEST_CASE("bias_relu kernels match the naive reference, forward and backward", "[elementwise]") {
   manual_seed(41);
-  for (const Sizes& s : sweep_sizes()) {
-    INFO("[outer, C, inner] = [" << s.outer << ", " << s.channels << ", " << s.inner << "]");
-    const Tensor y = f32({s.outer, s.channels, s.inner}, -1, 1), b = f32({s.channels}, -0.5, 0.5);
-    const Tensor w = f32({s.outer, s.channels, s.inner}, -1, 1);
-    Result ref;
-    {
-      SelectionReset reset;
-      select_kernel("bias_relu", DeviceType::cpu, "naive");
-      ref = run(y, b, w, Device::cpu(), 1);
+  for (const DType dtype : {DType::float32, DType::float64})
+    for (const Sizes& s : sweep_sizes()) {
+      INFO(dtype_name(dtype) << " [outer, C, inner] = [" << s.outer << ", " << s.channels << ", " << s.inner << "]");
+      const Tensor y = uniform({s.outer, s.channels, s.inner}, -1, 1, dtype);
+      const Tensor b = uniform({s.channels}, -0.5, 0.5, dtype);
+      const Tensor w = uniform({s.outer, s.channels, s.inner}, -1, 1, dtype);
+      Result ref;
+      {
+        SelectionReset reset;
+        select_kernel("bias_relu", DeviceType::cpu, "naive");
+        ref = run(y, b, w, Device::cpu(), 1);
+      }
+      // Some of each: a sweep where every element is masked (or none) would not test the mask.
+      const std::vector<double> values = ref.out.to(DType::float64).to_vector<double>();
+      const auto zeros = std::count(values.begin(), values.end(), 0.0);
+      if (values.size() > 10) CHECK((zeros > 0 && zeros < static_cast<std::ptrdiff_t>(values.size())));
+      for_each_kernel("bias_relu", [&](Device d, const std::string& name) {
+        const Result got = run(y, b, w, d, 1);
+        // Every kernel serves float32; one may decline float64 (the CPU's omp does: the reference serves).
+        const bool may_decline = dtype != DType::float32;
+        CHECK(served_or_declined("bias_relu", d.type, name, may_decline));
+        CHECK(served_or_declined("bias_relu.backward", d.type, name, may_decline));
+        CHECK(got.out.dtype() == dtype);
+        CHECK(got.grad_b.dtype() == dtype);
+        CHECK(compare(got.out, ref.out, 0, 0) == "");
+        CHECK(compare(got.grad_y, ref.grad_y, 0, 0) == "");
+        // grad_b sums up to 40k terms: the reference adds them in order, a kernel may group them differently.
+        const double tol = dtype == DType::float32 ? 1e-5 : 1e-12;
+        CHECK(compare(got.grad_b, ref.grad_b, tol, tol) == "");
+      });
     }
-    // Some of each: a sweep where every element is masked (or none) would not test the mask.
-    const std::vector<float> values = ref.out.to_vector<float>();
-    const auto zeros = std::count(values.begin(), values.end(), 0.0f);
-    if (values.size() > 10) CHECK((zeros > 0 && zeros < static_cast<std::ptrdiff_t>(values.size())));
-    for_each_kernel("bias_relu", [&](Device d, const std::string& name) {
-      const Result got = run(y, b, w, d, 1);
-      CHECK(served_or_declined("bias_relu", d.type, name, false));
-      CHECK(served_or_declined("bias_relu.backward", d.type, name, false));
-      CHECK(compare(got.out, ref.out, 0, 0) == "");
-      CHECK(compare(got.grad_y, ref.grad_y, 0, 0) == "");
-      // grad_b sums up to 20k terms: the reference adds them in order, a kernel may group them differently.
-      CHECK(compare(got.grad_b, ref.grad_b, 1e-5, 1e-5) == "");
-    });
-  }
-  // float64: the reference serves (the omp kernel declines it).
-  const Tensor y = uniform({5, 4, 3}, -1, 1), b = uniform({4}, -1, 1), w = uniform({5, 4, 3}, -1, 1);
-  for (const Device d : devices_with_kernels()) {
-    const Result got = run(y, b, w, d, 1);
-    CHECK(got.out.dtype() == DType::float64);
-    CHECK(got.grad_b.dtype() == DType::float64);
-  }
 }
 
 TEST_CASE("bias_relu equals relu(y + bias) with the bias along the given dim, gradients included", "[elementwise]") {
@@ -114,7 +112,7 @@ TEST_CASE("bias_relu equals relu(y + bias) with the bias along the given dim, gr
     INFO("shape " << shape_str(c.shape) << ", dim " << c.dim);
     const Shape bias_shape{c.shape[static_cast<size_t>(c.dim < 0 ? c.dim + static_cast<int>(c.shape.size()) : c.dim)]};
     const Tensor y = uniform(c.shape, -1, 1), b = uniform(bias_shape, -1, 1), w = uniform(c.shape, -1, 1);
-    for (const Device d : devices_with_kernels()) {
+    for (const Device d : test_devices()) {
       INFO("device " << d.str());
       const Result fused = run(y, b, w, d, c.dim);
       Tensor yd = y.to(d).detach(), bd = b.to(d).detach();
@@ -251,4 +249,122 @@ TEST_CASE("Sequential fuses a biased Linear or Conv2d, or a BatchNorm, with the 
   // forward_relu needs a bias.
   CHECK_THROWS_WITH(dynamic_cast<Conv2d&>(net[2]).forward_relu(uniform({1, 3, 4, 4}, -1, 1, DType::float32)),
                     Catch::Contains("forward_relu needs a bias"));
+}
+
+// ------------------------------------------------------------------------------------------ GPU
+
+namespace {
+
+bool gpu_available() {
+  const std::string why = cuda_unavailable_reason();
+  if (why.empty()) return true;
+  WARN("GPU case skipped: " << why);
+  return false;
+}
+
+int gpu_calls = 0, gpu_bn_calls = 0;
+bool counting_bias_relu_gpu(const Tensor&, const Tensor&, Tensor&) {
+  ++gpu_calls;
+  return false;
+}
+bool counting_batch_norm_relu_gpu(const Tensor&, const Tensor&, const Tensor&, double, Tensor&, Tensor&, Tensor&) {
+  ++gpu_bn_calls;
+  return false;
+}
+
+}  // namespace
+
+// Kernel by kernel, through the dispatch table: the backward is given the reference's own output, so the
+// mask is the same, and everything but grad_bias must be the reference's bits.
+TEST_CASE("cuda bias_relu kernels match the naive CPU kernel, and give the same bias gradient every run",
+          "[cuda][elementwise]") {
+  if (!gpu_available()) return;
+  manual_seed(45);
+  std::vector<Sizes> sizes = sweep_sizes();
+  sizes.push_back({5, 33, 3});  // more channels than a warp, inner > 1
+  sizes.push_back({0, 3, 5});   // no values: grad_bias = 0
+  sizes.push_back({4, 0, 2});   // no channels
+  for (const DType dtype : {DType::float32, DType::float64})
+    for (const Sizes& s : sizes) {
+      INFO(dtype_name(dtype) << " [outer, C, inner] = [" << s.outer << ", " << s.channels << ", " << s.inner << "]");
+      const Shape shape{s.outer, s.channels, s.inner}, cs{s.channels};
+      const Tensor y = uniform(shape, -1, 1, dtype), b = uniform(cs, -0.5, 0.5, dtype);
+      const Tensor g = uniform(shape, -1, 1, dtype);
+      Tensor out_ref = empty(shape, dtype), gy_ref = empty(shape, dtype), gb_ref = empty(cs, dtype);
+      {
+        SelectionReset reset;
+        select_kernel("bias_relu", DeviceType::cpu, "naive");
+        dispatch<BiasReluKernel>("bias_relu", Device::cpu(), y, b, out_ref);
+        dispatch<BiasReluBackwardKernel>("bias_relu.backward", Device::cpu(), g, out_ref, gy_ref, gb_ref);
+      }
+      for_each_kernel("bias_relu", [&](Device d, const std::string& name) {
+        if (d.is_cpu()) return;
+        const bool may_decline = dtype != DType::float32;  // every kernel serves float32
+        const TensorOptions on_d(dtype, d);
+        const Tensor gd = g.to(d), out_given = out_ref.to(d);
+        Tensor out = empty(shape, on_d), gy = empty(shape, on_d), gb = empty(cs, on_d), gb_again = empty(cs, on_d);
+        dispatch<BiasReluKernel>("bias_relu", d, y.to(d), b.to(d), out);
+        CHECK(served_or_declined("bias_relu", d.type, name, may_decline));
+        dispatch<BiasReluBackwardKernel>("bias_relu.backward", d, gd, out_given, gy, gb);
+        CHECK(served_or_declined("bias_relu.backward", d.type, name, may_decline));
+        CHECK(compare(out, out_ref, 0, 0) == "");
+        CHECK(compare(gy, gy_ref, 0, 0) == "");
+        const double tol = dtype == DType::float32 ? 1e-5 : 1e-12;
+        CHECK(compare(gb, gb_ref, tol, tol) == "");
+        // No atomics: a second call adds up the same values in the same order.
+        dispatch<BiasReluBackwardKernel>("bias_relu.backward", d, gd, out_given, gy, gb_again);
+        CHECK(compare(gb_again, gb, 0, 0) == "");
+      });
+    }
+}
+
+TEST_CASE("cuda Sequential fuses on the GPU, with the results of the unfused layers", "[cuda][nn]") {
+  if (!gpu_available()) return;
+  manual_seed(46);
+  // Fused: 0+1 (a conv with a bias), 3+4 (batch norm) and 6+7 (a linear layer with a bias).
+  Sequential net;
+  net.push_back(std::make_shared<Conv2d>(2, 3, 3));
+  net.push_back(std::make_shared<ReLU>());
+  net.push_back(std::make_shared<Conv2d>(3, 4, 3, 1, 1, /*bias=*/false));
+  net.push_back(std::make_shared<BatchNorm2d>(4));
+  net.push_back(std::make_shared<ReLU>());
+  net.push_back(std::make_shared<Flatten>());
+  net.push_back(std::make_shared<Linear>(4 * 4 * 4, 5));
+  net.push_back(std::make_shared<ReLU>());
+  net.push_back(std::make_shared<Linear>(5, 2));
+  const Device gpu = Device::cuda(0);
+  net.to(gpu);
+  const Tensor x = uniform({3, 2, 6, 6}, -1, 1, DType::float32, gpu);
+
+  // Counting kernels that decline, selected first: they see every fused call, the real kernels serve it.
+  ScopedKernel<BiasReluKernel> counter("bias_relu", DeviceType::cuda, "counter", counting_bias_relu_gpu);
+  ScopedKernel<BatchNormKernel> bn_counter("batch_norm_relu", DeviceType::cuda, "counter",
+                                           counting_batch_norm_relu_gpu);
+  select_kernel("bias_relu", DeviceType::cuda, "counter");
+  select_kernel("batch_norm_relu", DeviceType::cuda, "counter");
+  auto forward_backward = [&](bool fuse) {
+    set_relu_fusion(fuse);
+    net.zero_grad();
+    gpu_calls = 0;
+    gpu_bn_calls = 0;
+    const Tensor out = net(x);
+    sum(mul(out, out)).backward();
+    set_relu_fusion(true);
+    std::vector<Tensor> all{out.detach()};
+    for (const Tensor& p : net.parameters()) all.push_back(p.grad());
+    return all;
+  };
+  const std::vector<Tensor> unfused = forward_backward(false);
+  CHECK(gpu_calls == 0);
+  CHECK(gpu_bn_calls == 0);
+  const std::vector<Tensor> fused = forward_backward(true);
+  CHECK(gpu_calls == 2);
+  CHECK(gpu_bn_calls == 1);
+  REQUIRE(fused.size() == unfused.size());
+  for (size_t i = 0; i < fused.size(); ++i) {
+    INFO("tensor " << i << " (0: the output, then each parameter's gradient)");
+    CHECK(fused[i].device() == gpu);
+    // The GPU's convolution and batch norm kernels sum in their own order: a little more than the CPU's 1e-5.
+    CHECK(compare(fused[i], unfused[i], 1e-4, 1e-5) == "");
+  }
 }

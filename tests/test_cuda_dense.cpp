@@ -1,6 +1,6 @@
 // tests/test_cuda_dense.cpp — the dense CUDA kernels (cuda/matmul.cu, cuda/conv_*.cu, cuda/pool.cu,
-// cuda/batchnorm.cu) against the naive CPU reference, kernel by kernel through the dispatch table, then
-// GPU against CPU through the ops with autograd (outputs and every input gradient).
+// cuda/batchnorm.cu, batch_norm_relu included) against the naive CPU reference, kernel by kernel through
+// the dispatch table, then GPU against CPU through the ops with autograd (outputs and every input gradient).
 //
 // All cases are tagged [cuda]. Without a usable GPU, `minidl_tests "[cuda]"` exits 77 (ctest: skipped)
 // and an untagged run returns from each case after a warning. Comparisons are in float32 with
@@ -677,6 +677,49 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
       CHECK(compare(gb, gb_ref, kRtol, atol_for(m)) == "");
     });
   }
+}
+
+// The fused batch norm + ReLU: the same kernels with the ReLU (cuda/batchnorm.cu), in both dtypes. The
+// backward is given the reference's own output y, so the mask is the same on both sides.
+TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and backward, float32 and float64)",
+          "[cuda][batch_norm]") {
+  if (!gpu_available()) return;
+  manual_seed(11);
+  const double eps = 1e-5;
+  for (const DType dtype : {DType::float32, DType::float64})
+    for (const Shape& s : kBatchNormShapes) {
+      INFO(dtype_name(dtype) << " x [N, C, S] = " << shape_str(s));
+      const Shape cs{s[1]};
+      const int64_t m = s[0] * s[2];
+      const Tensor x = uniform(s, -2, 3, dtype), gamma = uniform(cs, 0.5, 1.5, dtype), beta = uniform(cs, -1, 1, dtype);
+      const Tensor gy = uniform(s, -1, 1, dtype);
+      Tensor y_ref = empty(s, dtype), mean_ref = empty(cs, dtype), invstd_ref = empty(cs, dtype);
+      Tensor gx_ref = empty(s, dtype), gg_ref = empty(cs, dtype), gb_ref = empty(cs, dtype);
+      with_cpu_naive("batch_norm_relu", [&] {
+        dispatch<BatchNormKernel>("batch_norm_relu", Device::cpu(), x, gamma, beta, eps, y_ref, mean_ref, invstd_ref);
+        dispatch<BatchNormReluBackwardKernel>("batch_norm_relu.backward", Device::cpu(), x, y_ref, gy, gamma,
+                                              mean_ref, invstd_ref, gx_ref, gg_ref, gb_ref);
+      });
+      // float64: the float32 bounds a million times smaller (a kernel computing in float32 would fail them).
+      const double k = dtype == DType::float64 ? 1e-6 : 1;
+      for_each_kernel("batch_norm_relu", [&](Device d, const std::string& name) {
+        if (d.is_cpu()) return;
+        const TensorOptions on_d(dtype, d);
+        Tensor y = empty(s, on_d), mean = empty(cs, on_d), invstd = empty(cs, on_d);
+        dispatch<BatchNormKernel>("batch_norm_relu", d, x.to(d), gamma.to(d), beta.to(d), eps, y, mean, invstd);
+        CHECK(last_kernel("batch_norm_relu", d.type) == name);
+        CHECK(compare(y, y_ref, kRtol * k, 1e-4 * k) == "");
+        CHECK(compare(mean, mean_ref, kRtol * k, 1e-5 * k) == "");
+        CHECK(compare(invstd, invstd_ref, kRtol * k, 1e-5 * k) == "");
+        Tensor gx = empty(s, on_d), gg = empty(cs, on_d), gb = empty(cs, on_d);
+        dispatch<BatchNormReluBackwardKernel>("batch_norm_relu.backward", d, x.to(d), y_ref.to(d), gy.to(d),
+                                              gamma.to(d), mean_ref.to(d), invstd_ref.to(d), gx, gg, gb);
+        CHECK(last_kernel("batch_norm_relu.backward", d.type) == name);
+        CHECK(compare(gx, gx_ref, kRtol * k, atol_for(8) * k) == "");
+        CHECK(compare(gg, gg_ref, kRtol * k, atol_for(m) * k) == "");
+        CHECK(compare(gb, gb_ref, kRtol * k, atol_for(m) * k) == "");
+      });
+    }
 }
 
 // The statistics of a channel whose mean is far from zero: a one-pass variance (E[x^2] - E[x]^2) loses

@@ -51,14 +51,16 @@ BatchNormRun run_batch_norm(const Tensor& x_host, const Tensor& gamma_host, cons
 
 Tensor same(const Tensor& t) { return t; }
 
-// A kernel's batch norm run against the reference's: float32 sums of many terms, so a tolerance.
-void check_close_runs(const BatchNormRun& got, const BatchNormRun& ref) {
-  CHECK(compare(got.y, ref.y, 1e-4, 1e-4) == "");
-  CHECK(compare(got.grad_x, ref.grad_x, 1e-3, 1e-4) == "");
-  CHECK(compare(got.grad_gamma, ref.grad_gamma, 1e-4, 1e-3) == "");
-  CHECK(compare(got.grad_beta, ref.grad_beta, 1e-4, 1e-3) == "");
-  CHECK(compare(got.running_mean, ref.running_mean, 1e-5, 1e-5) == "");
-  CHECK(compare(got.running_var, ref.running_var, 1e-4, 1e-5) == "");
+// A kernel's batch norm run against the reference's: sums of many terms in another order, so a tolerance,
+// a million times smaller in float64 (a kernel that computed in float32 there would fail).
+void check_close_runs(const BatchNormRun& got, const BatchNormRun& ref, DType dtype = DType::float32) {
+  const double k = dtype == DType::float64 ? 1e-6 : 1;
+  CHECK(compare(got.y, ref.y, 1e-4 * k, 1e-4 * k) == "");
+  CHECK(compare(got.grad_x, ref.grad_x, 1e-3 * k, 1e-4 * k) == "");
+  CHECK(compare(got.grad_gamma, ref.grad_gamma, 1e-4 * k, 1e-3 * k) == "");
+  CHECK(compare(got.grad_beta, ref.grad_beta, 1e-4 * k, 1e-3 * k) == "");
+  CHECK(compare(got.running_mean, ref.running_mean, 1e-5 * k, 1e-5 * k) == "");
+  CHECK(compare(got.running_var, ref.running_var, 1e-4 * k, 1e-5 * k) == "");
 }
 
 }  // namespace
@@ -229,40 +231,40 @@ BatchNormRun run_batch_norm_relu(const Tensor& x_host, const Tensor& gamma_host,
 
 }  // namespace
 
+// Every kernel on every device (the CPU's and, with a GPU, cuda/batchnorm.cu's), float32 and float64.
 TEST_CASE("batch_norm_relu kernels match the naive reference, and relu(batch_norm) everywhere", "[norm]") {
   manual_seed(43);
-  for (const Shape& shape : std::vector<Shape>{{5, 7, 9, 11}, {6, 5}, {4, 3, 10}, {16, 8, 17, 17}}) {
-    INFO("shape " << shape_str(shape));
-    const Tensor x = uniform(shape, -2, 2, DType::float32);
-    const Tensor gamma = uniform({shape[1]}, 0.5, 1.5, DType::float32);
-    // Betas of both signs move the share of values the ReLU zeroes away from one half.
-    const Tensor beta = uniform({shape[1]}, -1, 1, DType::float32);
-    const Tensor w = uniform(shape, -1, 1, DType::float32);
-    const BatchNormRun ref = naive_ref("batch_norm_relu", [&] {
-      return run_batch_norm_relu(x, gamma, beta, w, true, Device::cpu(), true);
-    });
-    for_each_kernel("batch_norm_relu", [&](Device d, const std::string& name) {
-      const BatchNormRun got = run_batch_norm_relu(x, gamma, beta, w, true, d, true);
-      CHECK(last_kernel("batch_norm_relu", d.type) == name);
-      CHECK(last_kernel("batch_norm_relu.backward", d.type) == name);
-      check_close_runs(got, ref);
-    });
-    // The fused op against the two ops it replaces, with the default kernels, training and evaluation.
-    for (const Device d : test_devices()) {
-      if (kernels_for("batch_norm_relu", d.type).empty()) {
-        WARN("batch_norm_relu: no kernel for " << d.str() << " yet, skipped there (Sequential runs unfused on it)");
-        continue;
-      }
-      for (bool training : {true, false}) {
-        INFO("device " << d.str() << ", training " << training);
-        const BatchNormRun fused = run_batch_norm_relu(x, gamma, beta, w, training, d, true);
-        const BatchNormRun composed = run_batch_norm_relu(x, gamma, beta, w, training, d, false);
-        CHECK(compare(fused.y, composed.y, 1e-5, 1e-5) == "");
-        CHECK(compare(fused.grad_x, composed.grad_x, 1e-3, 1e-4) == "");
-        CHECK(compare(fused.grad_gamma, composed.grad_gamma, 1e-4, 1e-3) == "");
-        CHECK(compare(fused.grad_beta, composed.grad_beta, 1e-4, 1e-3) == "");
-        CHECK(compare(fused.running_mean, composed.running_mean, 0, 0) == "");
-        CHECK(compare(fused.running_var, composed.running_var, 0, 0) == "");
+  const std::vector<Shape> shapes{{5, 7, 9, 11}, {6, 5}, {4, 3, 10}, {16, 8, 17, 17}};
+  for (const DType dtype : {DType::float32, DType::float64}) {
+    for (const Shape& shape : shapes) {
+      INFO(dtype_name(dtype) << " shape " << shape_str(shape));
+      const Tensor x = uniform(shape, -2, 2, dtype);
+      const Tensor gamma = uniform({shape[1]}, 0.5, 1.5, dtype);
+      // Betas of both signs move the share of values the ReLU zeroes away from one half.
+      const Tensor beta = uniform({shape[1]}, -1, 1, dtype);
+      const Tensor w = uniform(shape, -1, 1, dtype);
+      const BatchNormRun ref = naive_ref("batch_norm_relu", [&] {
+        return run_batch_norm_relu(x, gamma, beta, w, true, Device::cpu(), true);
+      });
+      for_each_kernel("batch_norm_relu", [&](Device d, const std::string& name) {
+        const BatchNormRun got = run_batch_norm_relu(x, gamma, beta, w, true, d, true);
+        CHECK(last_kernel("batch_norm_relu", d.type) == name);
+        CHECK(last_kernel("batch_norm_relu.backward", d.type) == name);
+        check_close_runs(got, ref, dtype);
+      });
+      // The fused op against the two ops it replaces, with the default kernels, training and evaluation.
+      for (const Device d : test_devices()) {
+        for (bool training : {true, false}) {
+          INFO("device " << d.str() << ", training " << training);
+          const BatchNormRun fused = run_batch_norm_relu(x, gamma, beta, w, training, d, true);
+          const BatchNormRun composed = run_batch_norm_relu(x, gamma, beta, w, training, d, false);
+          CHECK(compare(fused.y, composed.y, 1e-5, 1e-5) == "");
+          CHECK(compare(fused.grad_x, composed.grad_x, 1e-3, 1e-4) == "");
+          CHECK(compare(fused.grad_gamma, composed.grad_gamma, 1e-4, 1e-3) == "");
+          CHECK(compare(fused.grad_beta, composed.grad_beta, 1e-4, 1e-3) == "");
+          CHECK(compare(fused.running_mean, composed.running_mean, 0, 0) == "");
+          CHECK(compare(fused.running_var, composed.running_var, 0, 0) == "");
+        }
       }
     }
   }
