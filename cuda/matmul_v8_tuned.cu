@@ -40,7 +40,7 @@
 // default, marked *). One configuration serves every shape (no tile rule: small products run big, mostly
 // empty tiles, correctly but slowly). An unknown value is an error that lists the valid ones. Names are
 // BMxBNxBK_TMxTN_wWMxWN_{threads}t_{min blocks per SM}b[_db]. Predicted effect against v4 at 4096^3
-// (measured: to be measured on the H200, `scripts/sgemm-v8-sweep.sh`):
+// (the measured effect follows the list):
 //
 //   0  128x128x16_8x8_w64x32_256t_2b       v4's tile and loop through this template: a control; predicted
 //                                           v4 +-2% (only the dynamic shared memory and carveout differ)
@@ -50,15 +50,25 @@
 //                                           uses more than 128): tests whether the cap was v5's limit;
 //                                           predicted -3 to +5%
 //   3  128x128x8_8x8_w32x64_256t_2b_db     as 1 with 32 x 64 warp tiles (4 x 8 lanes); predicted as 1 +-2%
-//   4* 128x128x16_8x16_w64x64_128t_2b_db   4 warps of 64 x 64, 8 x 16 per thread, 2 blocks of 128 threads
+//   4  128x128x16_8x16_w64x64_128t_2b_db   4 warps of 64 x 64, 8 x 16 per thread, 2 blocks of 128 threads
 //                                           per SM (up to 255 registers): half the shared loads per FMA,
 //                                           one block's barrier covered by the other; predicted +5 to +12%
 //   5  128x128x8_8x16_w64x64_128t_2b_db    as 4 with K slices of 8; predicted as 4 -2 to +2%
-//   6  128x256x8_8x16_w64x64_256t_1b_db    8 warps of 64 x 64, one block per SM: twice v4's global reuse,
+//   6* 128x256x8_8x16_w64x64_256t_1b_db    8 warps of 64 x 64, one block per SM: twice v4's global reuse,
 //                                           barriers no longer covered by a second block; predicted +3 to +10%
 //   7  128x256x16_8x16_w64x64_256t_1b_db   as 6 with half the barriers; predicted as 6 +0 to +3%
 //   8  256x128x8_8x16_w64x64_256t_1b_db    as 6 with the tile turned (more transposing A stores when A is
 //                                           plain, fewer B loads); predicted as 6 +-2%
+//
+// Measured on the H200 (2026-12-04, `scripts/sgemm-v8-sweep.sh`, one bench call per configuration with
+// cuBLAS and v4 in the same call; cuBLAS 50.0-50.7 TFLOP/s at 4096^3): percent of cuBLAS at 4096^3 / 2048^3
+//   0  76.5 / 74.6   (v4 in the same call 77.9 / 75.1: the control is within 1.5 points, as predicted)
+//   1  73.9 / 72.6   2  70.6 / 70.3   3  73.8 / 72.7   4  71.8 / 71.7   5  68.5 / 69.2
+//   6  78.0 / 78.1   (v4 77.3 / 75.1: +0.7 points at 4096^3, +3 at 2048^3; the default)
+//   7  76.9 / 75.1   8  73.1 / 70.3
+// Against the predictions: double buffering with K slices of 8 lost 2.5 points (1 and 3 against 0),
+// the 255-register budget did not help the 8 x 8 tile (2: -6), and 8 x 16 per thread helped only with a
+// 128 x 256 block tile (6) and lost with 128 x 128 (4, 5). The issue's 80% is still missed (78.0%).
 //
 // ptxas (sm_90, CUDA 13.0, `nvcc -Xptxas -v`): registers per thread over the 4 transpose instantiations,
 // dynamic shared memory per block (2 x BK x (BM + 4 + BN + 4) floats when double buffered), and the warps
@@ -260,7 +270,7 @@ const Config kConfigs[] = {
     {"256x128x8_8x16_w64x64_256t_1b_db", run_config<C8>},
 };
 constexpr int kConfigCount = static_cast<int>(sizeof(kConfigs) / sizeof(kConfigs[0]));
-constexpr int kDefaultConfig = 4;
+constexpr int kDefaultConfig = 6;  // the fastest at 4096^3 and 2048^3 on the H200 (2026-12-04)
 
 // The configuration MINIDL_V8_CONFIG names (read at every call, so a program or test may change it): unset
 // or empty, the default; otherwise an index or a name. Anything else throws, listing the valid values.
