@@ -12,6 +12,11 @@
 // --distributed (with mpirun, or alone for one rank): each step is one rank's step of data-parallel training
 // (dist/data_parallel.h) on its part of the --batch; with one rank this measures what the gradient buckets
 // and the all-reduce cost (docs/distributed.md, "Overhead").
+// --overhead-rounds N (with --distributed, one rank): afterwards, in the same process, N rounds of `steps`
+// plain steps (DataParallel left out of the step) then `steps` data-parallel steps, each block timed like
+// the throughput pass; the report gives the medians of the block means and their ratio. Separate processes
+// differ by more than the 3% the issue allows (the host's speed from one minute to the next, and cuDNN's
+// timed algorithm choice, made afresh in every process); blocks alternating inside one process share both.
 #pragma once
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -76,6 +81,57 @@ inline StepTimes time_steps(minidl::Device device, int warmup, int steps, const 
   return t;
 }
 
+// --overhead-rounds: block means of plain and data-parallel steps, alternated in one process.
+struct Alternation {
+  std::vector<double> plain_ms, parallel_ms;  // one mean per block of `steps` steps
+  double plain_median_ms = 0, parallel_median_ms = 0;
+  double overhead() const { return parallel_median_ms / plain_median_ms - 1.0; }
+};
+
+inline double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// `rounds` rounds of: `steps` plain steps, then `steps` data-parallel steps, each block followed by one
+// wait for the device and timed as a whole. A first round is run untimed (each kind's first steps after
+// a switch allocate differently: gradients in their own tensors, or views of the buckets).
+inline Alternation time_alternating(minidl::Device device, int steps, int rounds, const std::function<void()>& plain,
+                                    const std::function<void()>& parallel) {
+  minidl::DeviceBackend& backend = minidl::backend_for(device.type);
+  auto block = [&](const std::function<void()>& step) {
+    backend.synchronize(device.index);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < steps; ++i) step();
+    backend.synchronize(device.index);
+    return elapsed_ms(start) / steps;
+  };
+  block(plain);
+  block(parallel);
+  Alternation a;
+  for (int r = 0; r < rounds; ++r) {
+    a.plain_ms.push_back(block(plain));
+    a.parallel_ms.push_back(block(parallel));
+  }
+  a.plain_median_ms = median_of(a.plain_ms);
+  a.parallel_median_ms = median_of(a.parallel_ms);
+  return a;
+}
+
+// Prints the alternation and returns its JSON fields (for BenchRun::extra).
+inline nlohmann::json report_alternation(const char* program, const Alternation& a, int steps) {
+  std::printf("%s: plain and data-parallel steps alternated in this process, %zu rounds of %d steps each: "
+              "plain %.4f ms/step, data-parallel %.4f ms/step (medians of the block means): overhead %+.2f%%\n",
+              program, a.plain_ms.size(), steps, a.plain_median_ms, a.parallel_median_ms, 100.0 * a.overhead());
+  return {{"overhead_rounds", a.plain_ms.size()},
+          {"plain_block_ms", a.plain_ms},
+          {"parallel_block_ms", a.parallel_ms},
+          {"plain_median_ms", a.plain_median_ms},
+          {"parallel_median_ms", a.parallel_median_ms},
+          {"overhead", a.overhead()}};
+}
+
 // The kernel that served the last call of each key on the device: {"conv2d": "cudnn", ...}; keys that
 // never ran there are left out.
 inline nlohmann::json kernels_used(minidl::DeviceType device, const std::vector<std::string>& keys) {
@@ -126,10 +182,11 @@ struct BenchFlags {
   bool deterministic = false;
   std::vector<std::string> kernels;
   bool distributed = false;
+  int overhead_rounds = 0;
 };
 
-// Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic and --distributed
-// to `cmd`, bound to `f`.
+// Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic, --distributed and
+// --overhead-rounds to `cmd`, bound to `f`.
 inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
   cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
@@ -145,6 +202,19 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
                 "only deterministic algorithms on a GPU, as `train --deterministic` (to measure what it costs)");
   cmd->add_flag("--distributed", f.distributed,
                 "time one rank's data-parallel step (mpirun -np N ...; --batch is the global batch)");
+  cmd->add_option("--overhead-rounds", f.overhead_rounds,
+                  "with --distributed on one rank: then alternate N blocks of plain and data-parallel steps in this "
+                  "process and report the overhead")
+      ->check(CLI::Range(1, 1000));
+}
+
+// The checks of --overhead-rounds, before any work: it needs --distributed, and one rank (a plain step on
+// one rank's part of the batch is nothing another rank could be compared with).
+inline void check_overhead_rounds(const BenchFlags& f, int world_size) {
+  if (f.overhead_rounds == 0) return;
+  MINIDL_CHECK(f.distributed, "--overhead-rounds needs --distributed (it compares plain and data-parallel steps)");
+  MINIDL_CHECK(world_size == 1, "--overhead-rounds compares steps on one rank; this job has ", world_size,
+               " (run it without mpirun, or with -np 1)");
 }
 
 // What one bench run measured, for report().
