@@ -5,7 +5,8 @@
 # the scaling model needs, then the model's table. Logs go to $OUT/<step>.log, a summary to $OUT/summary.log.
 #
 #   BUILD=build-h200 DATA=data/mnist bash scripts/dist-h200.sh [STEP...]
-# steps (default: all): info tests overhead batches allreduce model. REPEATS (3): alternated bench runs.
+# steps (default: all): info tests overhead batches allreduce model. REPEATS (3): bench processes per
+# overhead measurement (each alternates plain and data-parallel blocks itself: --overhead-rounds).
 #
 # The build: a host without Open MPI cannot start binaries linked with libmpi, so build them without MPI
 # (the nccl backend needs no MPI for one rank; NCCL itself is loaded at run time):
@@ -54,32 +55,26 @@ bench() {
   run "$name" "$limit" "$@" --json "$out/$name.json" && cat "$out/$name.json" >>"$file"
 }
 
-overhead() {  # overhead MODEL BATCH STEPS: plain and --distributed (one rank, NCCL), alternated
-  local model=$1 batch=$2 steps=$3 json=$out/overhead_$1.jsonl one_json=$out/overhead_$1_one_bucket.jsonl
-  local common=(bench --device cuda --batch "$batch" --steps "$steps" --warmup 50)
-  rm -f "$json" "$one_json"
+overhead() {  # overhead MODEL BATCH STEPS ROUNDS: plain and --distributed (one rank, NCCL) steps alternated
+  # in blocks inside one process (`bench --overhead-rounds`), REPEATS processes; then with one bucket.
+  local model=$1 batch=$2 steps=$3 rounds=$4 json=$out/overhead_$1.jsonl
+  local common=(bench --device cuda --batch "$batch" --steps "$steps" --distributed --overhead-rounds "$rounds")
+  rm -f "$json" "$json.one"
   for i in $(seq "$repeats"); do
-    bench "overhead_${model}_plain_$i" 120 "$json" "$bin/$model" "${common[@]}"
-    bench "overhead_${model}_dist_$i" 120 "$json" "$bin/$model" "${common[@]}" --distributed
+    bench "overhead_${model}_$i" 150 "$json" "$bin/$model" "${common[@]}"
+    MINIDL_DIST_BUCKET_MB=64 bench "overhead_${model}_one_bucket_$i" 150 "$json.one" "$bin/$model" "${common[@]}"
   done
-  # The same with every gradient in one bucket: how much of the cost is per bucket.
-  for i in $(seq "$repeats"); do
-    MINIDL_DIST_BUCKET_MB=64 bench "overhead_${model}_one_bucket_$i" 120 "$one_json" "$bin/$model" "${common[@]}" \
-      --distributed
-  done
-  python3 - "$model" "$batch" "$json" "$one_json" "$repeats" <<'EOF' | tee -a "$out/summary.log"
-import json, statistics, sys
-model, batch, both, one, repeats = sys.argv[1:]
-def mean_ms(path, world):
+  python3 - "$model" "$batch" "$json" "$json.one" <<'EOF' | tee -a "$out/summary.log"
+import json, sys
+model, batch, buckets, one = sys.argv[1:]
+for label, path in (("buckets as laid out", buckets), ("one bucket", one)):
     try:
         rows = [json.loads(l) for l in open(path) if l.strip()]
     except OSError:
-        return float("nan")
-    ms = [r["mean_ms"] for r in rows if r.get("world_size", 0) == world]
-    return statistics.median(ms) if ms else float("nan")
-p, d, o = mean_ms(both, 0), mean_ms(both, 1), mean_ms(one, 1)
-print(f"overhead {model} batch {batch}: plain {p:.4f} ms/step, --distributed (nccl, 1 rank) {d:.4f} ms/step: "
-      f"{100 * (d - p) / p:+.2f}%; with one bucket {o:.4f} ms/step: {100 * (o - p) / p:+.2f}% (medians of {repeats})")
+        rows = []
+    cells = ", ".join(f"{r['plain_median_ms']:.4f} -> {r['parallel_median_ms']:.4f} ms ({100 * r['overhead']:+.2f}%)"
+                      for r in rows)
+    print(f"overhead {model} batch {batch}, {label}: {cells or 'no run'}")
 EOF
 }
 
@@ -92,8 +87,8 @@ for s in "${steps[@]}"; do
       run tests_dist 120 "$bin/minidl_tests" "[dist]"
       run tests_nccl 180 "$bin/minidl_tests" "nccl: a real communicator*" ;;
     overhead)
-      overhead mnist 64 300
-      overhead captcha 128 60
+      overhead mnist 64 200 15
+      overhead captcha 128 20 8
       run train_mnist_plain 120 "$bin/mnist" train --device cuda --epochs 1 --data "${DATA:-data/mnist}" \
         --metrics "$out/train_plain.jsonl"
       run train_mnist_dist 120 "$bin/mnist" train --device cuda --epochs 1 --data "${DATA:-data/mnist}" --distributed \
@@ -122,9 +117,7 @@ for s in "${steps[@]}"; do
         o=$(python3 - "$out/overhead_$m.jsonl" <<'EOF' 2>/dev/null
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-p = statistics.median(r["mean_ms"] for r in rows if r["world_size"] == 0)
-d = statistics.median(r["mean_ms"] for r in rows if r["world_size"] == 1)
-print(max(0.0, (d - p) / p))
+print(max(0.0, statistics.median(r["overhead"] for r in rows)))
 EOF
 )
         [ -n "$o" ] && args+=(--overhead "$m=$o")
