@@ -68,7 +68,7 @@
 //   7  76.9 / 75.1   8  73.1 / 70.3
 // Against the predictions: double buffering with K slices of 8 lost 2.5 points (1 and 3 against 0),
 // the 255-register budget did not help the 8 x 8 tile (2: -6), and 8 x 16 per thread helped only with a
-// 128 x 256 block tile (6) and lost with 128 x 128 (4, 5). The issue's 80% is still missed (78.0%).
+// 128 x 256 block tile (6) and lost with 128 x 128 (4, 5). The issue's 80% is still missed (78.0%; 76.9% in another run).
 //
 // ptxas (sm_90, CUDA 13.0, `nvcc -Xptxas -v`): registers per thread over the 4 transpose instantiations,
 // dynamic shared memory per block (2 x BK x (BM + 4 + BN + 4) floats when double buffered), and the warps
