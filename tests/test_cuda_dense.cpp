@@ -17,6 +17,7 @@
 #include "core/dispatch.h"
 #include "core/random.h"
 #include "ops/ops.h"
+#include "tests/env_scope.h"
 #include "tests/test_util.h"
 
 using namespace minidl;
@@ -253,25 +254,6 @@ TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
 }
 
 namespace {
-
-// Sets an environment variable for a scope and restores it.
-struct EnvScope {
-  EnvScope(const char* name, const std::string& value) : name(name) {
-    const char* old = std::getenv(name);
-    had = old != nullptr;
-    if (had) saved = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~EnvScope() {
-    if (had)
-      ::setenv(name, saved.c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  const char* name;
-  bool had = false;
-  std::string saved;
-};
 
 // The function of CUDA matmul kernel `name` in the dispatch table; nullptr when the build has none.
 MatmulKernel* cuda_matmul_kernel(const std::string& name) {

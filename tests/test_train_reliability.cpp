@@ -15,29 +15,12 @@
 #include "nn/progress.h"
 #include "ops/ops.h"
 #include "tools/settings.h"
+#include "tests/env_scope.h"
 
 using namespace minidl;
+using minidl::testing::EnvScope;
 
 namespace {
-
-// Sets an environment variable for a scope and restores it.
-struct EnvScope {
-  EnvScope(const char* name, const char* value) : name(name) {
-    const char* old = std::getenv(name);
-    had = old != nullptr;
-    if (had) saved = old;
-    ::setenv(name, value, 1);
-  }
-  ~EnvScope() {
-    if (had)
-      ::setenv(name, saved.c_str(), 1);
-    else
-      ::unsetenv(name);
-  }
-  const char* name;
-  bool had = false;
-  std::string saved;
-};
 
 // What a CLI11 validator says about `text` ("" when it accepts it).
 std::string verdict(const CLI::Validator& v, std::string text) { return v(text); }
