@@ -54,6 +54,13 @@ inline double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
+// The median of v (the mean of the two middle values for an even count); 0 for none.
+inline double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
 // Runs step() warmup + 2 * steps times on `device` and times it as described above.
 inline StepTimes time_steps(minidl::Device device, int warmup, int steps, const std::function<void()>& step) {
   minidl::DeviceBackend& backend = minidl::backend_for(device.type);
@@ -74,10 +81,8 @@ inline StepTimes time_steps(minidl::Device device, int warmup, int steps, const 
     backend.synchronize(device.index);
     each.push_back(elapsed_ms(start));
   }
-  std::sort(each.begin(), each.end());
-  const size_t n = each.size();
-  t.median_ms = n % 2 ? each[n / 2] : 0.5 * (each[n / 2 - 1] + each[n / 2]);
-  t.min_ms = each.front();
+  t.median_ms = median_of(each);
+  t.min_ms = *std::min_element(each.begin(), each.end());
   return t;
 }
 
@@ -87,12 +92,6 @@ struct Alternation {
   double plain_median_ms = 0, parallel_median_ms = 0;
   double overhead() const { return parallel_median_ms / plain_median_ms - 1.0; }
 };
-
-inline double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
-}
 
 // `rounds` rounds of: `steps` plain steps, then `steps` data-parallel steps, each block followed by one
 // wait for the device and timed as a whole. A first round is run untimed (each kind's first steps after
