@@ -5,7 +5,8 @@
 // Element i depends only on (seed, offset + i), so the CUDA kernel, written with the same expressions,
 // produces a bit-identical mask. "naive" walks the elements in order; "omp" splits them across threads
 // (the result cannot differ: there is no state to share). mask is contiguous.
-// Accumulation convention: mask is overwritten (=).
+// offset_shift (defined only for kernels captured into a CUDA graph, so in practice never on the CPU): its
+// value is added to offset. Accumulation convention: mask is overwritten (=).
 #include "core/philox.h"
 #include "cpu/register.h"
 #include "cpu/strided.h"
@@ -23,7 +24,13 @@ T mask_value(uint64_t seed, uint64_t counter, double p, T keep) {
   return static_cast<double>(u) >= p ? keep : T(0);
 }
 
-bool dropout_mask_naive(Tensor& mask, double p, uint64_t seed, uint64_t offset) {
+// offset + the shift's value (the shift is an int64 [1] tensor on the CPU, or undefined).
+uint64_t shifted(uint64_t offset, const Tensor& offset_shift) {
+  return offset_shift.defined() ? offset + static_cast<uint64_t>(offset_shift.data<int64_t>()[0]) : offset;
+}
+
+bool dropout_mask_naive(Tensor& mask, double p, uint64_t seed, uint64_t offset_arg, const Tensor& offset_shift) {
+  const uint64_t offset = shifted(offset_arg, offset_shift);
   const int64_t n = mask.numel();
   return MINIDL_FLOAT_TYPES(mask.dtype(), {
     const T keep = static_cast<T>(1.0 / (1.0 - p));
@@ -39,8 +46,9 @@ void mask_parallel(T* pm, int64_t n, double p, uint64_t seed, uint64_t offset) {
   for (int64_t i = 0; i < n; ++i) pm[i] = mask_value<T>(seed, offset + static_cast<uint64_t>(i), p, keep);
 }
 
-bool dropout_mask_omp(Tensor& mask, double p, uint64_t seed, uint64_t offset) {
-  return MINIDL_FLOAT_TYPES(mask.dtype(), { mask_parallel<T>(mask.data<T>(), mask.numel(), p, seed, offset); });
+bool dropout_mask_omp(Tensor& mask, double p, uint64_t seed, uint64_t offset, const Tensor& offset_shift) {
+  return MINIDL_FLOAT_TYPES(mask.dtype(),
+                            { mask_parallel<T>(mask.data<T>(), mask.numel(), p, seed, shifted(offset, offset_shift)); });
 }
 
 }  // namespace

@@ -39,6 +39,20 @@ void set_cuda_memory_limit(int device, size_t bytes);
 // Sets peak_in_use to the current in_use.
 void reset_cuda_peak_memory(int device);
 
+// ---- private pools, for CUDA graphs (cuda/graph.h)
+// A captured graph replays its kernels on the addresses they had at capture, so every block the graph
+// touches must stay the graph's for as long as it may be replayed. While a private pool is active on a
+// device (between begin and end), every allocation of that device is served from the pool (its own free
+// blocks first, then the shared cache, then cudaMalloc) and the block becomes the pool's; a block freed
+// while the pool is active becomes the pool's too (it was allocated before the capture, and the graph may
+// still use it). A pool's blocks, when freed (during or after the capture), go back to the pool's free
+// list, never to the shared cache, until the pool is released: then the pool's free blocks go to the
+// shared cache (after the stream has drained), and its blocks still in use go there when they are freed.
+// Every allocation of the device goes to the pool while it is active, from any thread.
+int cuda_begin_private_pool(int device);  // returns the pool's id (> 0); one active pool per device
+void cuda_end_private_pool(int device);   // stops routing allocations to the active pool
+void cuda_release_private_pool(int device, int pool_id);
+
 // parse_cuda_memory_limit (the syntax of MINIDL_CUDA_MEMORY_LIMIT) is in core/backend.h, so that a build
 // without CUDA checks the variable too.
 

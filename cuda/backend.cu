@@ -101,9 +101,14 @@ struct DevicePool {
   std::mutex mutex;
   bool limit_initialised = false;
   std::string limit_source;                   // where the limit came from, for messages
-  std::multimap<size_t, void*> free_blocks;   // size -> block, for best fit
+  std::multimap<size_t, void*> free_blocks;   // size -> block, for best fit (the shared cache)
   std::unordered_map<void*, size_t> in_use;   // block -> size
   CudaMemoryStats stats;
+  // Private pools (cuda/allocator.h): the active one (0: none), each block's pool, each pool's free blocks.
+  int active_pool = 0;
+  int last_pool_id = 0;
+  std::unordered_map<void*, int> owner;                     // block -> pool id, for pool blocks only
+  std::map<int, std::multimap<size_t, void*>> pool_free;    // pool id -> its free blocks (size -> block)
 };
 
 DevicePool& pool(int device) {
@@ -131,23 +136,35 @@ void release_cached(DevicePool& p, int device) {
   cuda::set_device(device);
   // Blocks in the cache may still be read by queued work of the stream; wait for it.
   MINIDL_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(device)));
-  for (const auto& block : p.free_blocks) MINIDL_CUDA_CHECK(cudaFree(block.second));
+  for (const auto& block : p.free_blocks) {
+    MINIDL_CUDA_CHECK(cudaFree(block.second));
+    p.stats.cached -= block.first;  // private pools' free blocks stay cached
+  }
   p.free_blocks.clear();
-  p.stats.cached = 0;
 }
 
-// Takes a cached block of at least `rounded` bytes (best fit), or returns nullptr. Caller holds p.mutex.
-void* take_cached(DevicePool& p, size_t rounded) {
-  auto it = p.free_blocks.lower_bound(rounded);
-  if (it == p.free_blocks.end() || it->first > largest_acceptable(rounded)) return nullptr;
+// Takes a block of at least `rounded` bytes (best fit) from `blocks` (the shared cache or a private pool's
+// free list), or returns nullptr. Caller holds p.mutex.
+void* take_from(DevicePool& p, std::multimap<size_t, void*>& blocks, size_t rounded) {
+  auto it = blocks.lower_bound(rounded);
+  if (it == blocks.end() || it->first > largest_acceptable(rounded)) return nullptr;
   const size_t size = it->first;
   void* ptr = it->second;
-  p.free_blocks.erase(it);
+  blocks.erase(it);
   p.stats.cached -= size;
   p.in_use[ptr] = size;
   p.stats.in_use += size;
   if (p.stats.in_use > p.stats.peak_in_use) p.stats.peak_in_use = p.stats.in_use;
   ++p.stats.cache_hits;
+  return ptr;
+}
+
+// A cached block for a request: while a private pool is active, from its free list first, then from the
+// shared cache (the block then joins the pool). Caller holds p.mutex.
+void* take_cached(DevicePool& p, size_t rounded) {
+  if (p.active_pool == 0) return take_from(p, p.free_blocks, rounded);
+  void* ptr = take_from(p, p.pool_free[p.active_pool], rounded);
+  if (ptr == nullptr && (ptr = take_from(p, p.free_blocks, rounded)) != nullptr) p.owner[ptr] = p.active_pool;
   return ptr;
 }
 
@@ -197,6 +214,8 @@ class CudaBackend final : public DeviceBackend {
     const size_t cached_before = p.stats.cached;
     std::string cause;
     for (int attempt = 0; attempt < 2; ++attempt) {
+      // Releasing the cache waits for the stream, which a graph capture forbids: then fail at once.
+      if (attempt == 1 && p.active_pool != 0) break;
       if (attempt == 1) release_cached(p, device);
       if (!within_limit(p, rounded)) {
         cause = "the allocation would pass the memory limit";
@@ -207,6 +226,7 @@ class CudaBackend final : public DeviceBackend {
       const cudaError_t err = cudaMalloc(&ptr, rounded);
       if (err == cudaSuccess) {
         ++p.stats.malloc_calls;
+        if (p.active_pool != 0) p.owner[ptr] = p.active_pool;
         p.in_use[ptr] = rounded;
         p.stats.in_use += rounded;
         if (p.stats.in_use > p.stats.peak_in_use) p.stats.peak_in_use = p.stats.in_use;
@@ -234,8 +254,14 @@ class CudaBackend final : public DeviceBackend {
     const size_t size = it->second;
     p.in_use.erase(it);
     p.stats.in_use -= size;
-    p.free_blocks.emplace(size, ptr);
     p.stats.cached += size;
+    // A block freed while a pool is active may still be used by the graph being captured: it joins the pool.
+    if (p.active_pool != 0) p.owner.emplace(ptr, p.active_pool);
+    auto owned = p.owner.find(ptr);
+    if (owned != p.owner.end())
+      p.pool_free[owned->second].emplace(size, ptr);
+    else
+      p.free_blocks.emplace(size, ptr);
   }
 
   // Synchronous for the host: the stream is drained before returning, so host_dst is ready.
@@ -371,6 +397,38 @@ void reset_cuda_peak_memory(int device) {
   DevicePool& p = pool(device);
   std::lock_guard<std::mutex> lock(p.mutex);
   p.stats.peak_in_use = p.stats.in_use;
+}
+
+int cuda_begin_private_pool(int device) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  MINIDL_CHECK(p.active_pool == 0, "cuda:", device, ": a private memory pool (", p.active_pool,
+               ") is already active: one graph capture at a time per device");
+  p.active_pool = ++p.last_pool_id;
+  p.pool_free[p.active_pool];  // an empty free list
+  return p.active_pool;
+}
+
+void cuda_end_private_pool(int device) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  p.active_pool = 0;
+}
+
+void cuda_release_private_pool(int device, int pool_id) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.active_pool == pool_id) p.active_pool = 0;
+  auto it = p.pool_free.find(pool_id);
+  if (it == p.pool_free.end()) return;
+  // The graph may still be running: its blocks join the shared cache only after the stream has drained.
+  cuda::set_device(device);
+  MINIDL_CUDA_CHECK(cudaStreamSynchronize(cuda::stream(device)));
+  for (const auto& block : it->second) p.free_blocks.insert(block);
+  p.pool_free.erase(it);
+  // Blocks of the pool still in use join the shared cache when they are freed.
+  for (auto o = p.owner.begin(); o != p.owner.end();)
+    o = o->second == pool_id ? p.owner.erase(o) : std::next(o);
 }
 
 DeviceBackend* make_cuda_backend() {

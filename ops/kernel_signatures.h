@@ -52,7 +52,10 @@ using PackKernel = bool(const std::vector<Tensor>& srcs, const std::vector<int64
 // (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).
 // Exactly as C++ evaluates it: the float u_i is compared with p as a double (not with float(p)), and
 // 1/(1-p) is computed in double, then rounded to the mask's dtype.
-using DropoutMaskKernel = bool(Tensor& mask, double p, uint64_t seed, uint64_t offset);
+// offset_shift: undefined, or an int64 [1] tensor on the mask's device whose value, read when the kernel
+// runs, is added to offset. A captured CUDA graph replays its kernels with the arguments they were
+// captured with; the shift is how each replay draws new numbers (core/capture.h).
+using DropoutMaskKernel = bool(Tensor& mask, double p, uint64_t seed, uint64_t offset, const Tensor& offset_shift);
 
 // ---------------------------------------------------------------- reductions
 // x is [rows, cols] contiguous; the front end permutes reduced dims last and flattens.

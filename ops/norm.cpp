@@ -23,6 +23,7 @@
 //
 // dropout: out = x * mask, mask[i] = (u_i >= p) ? 1 / (1 - p) : 0 from the counter-based generator
 // (kernel "dropout_mask", core/philox.h), so the gradient is mul's: g * mask.
+#include "core/capture.h"
 #include "core/dispatch.h"
 #include "core/random.h"
 #include "ops/op_checks.h"
@@ -165,7 +166,8 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   Tensor mask = empty(x.shape(), x.options());
   const uint64_t seed = current_seed();
   const uint64_t offset = reserve_random_offset(static_cast<uint64_t>(x.numel()));
-  dispatch<DropoutMaskKernel>("dropout_mask", x.device(), mask, p, seed, offset);
+  // While a CUDA graph is captured, the kernel adds the capture's shift to the offset (core/capture.h).
+  dispatch<DropoutMaskKernel>("dropout_mask", x.device(), mask, p, seed, offset, capture_offset_shift(x.device()));
   return mul(x, mask);
 }
 

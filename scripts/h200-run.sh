@@ -24,6 +24,9 @@
 #   tf32_diag        why TF32 slows the MNIST step: mnist bench with MINIDL_TF32=0 and 1 under Nsight Compute
 #                    (kernel names and GPU times only, --clock-control none), and plain bench runs alternated
 #   tf32_conv        the convolution ladder against cuDNN with TF32 allowed on both sides (MINIDL_TF32=1)
+#   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
+#                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
+#                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
 # Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
 # default steps fit one 10-minute call; captcha (~4 minutes), torch (~2) and compare (~1-2) are asked
 # for by name.
@@ -161,6 +164,26 @@ for s in "${steps[@]}"; do
     tf32_conv)
       MINIDL_TF32=1 run tf32_conv 200 "$bin/minidl" bench --device cuda --op conv2d \
         --shape conv2d:64x32x26x26,64x32x3x3 --shape conv2d:128x128x8x24,256x128x3x3,p1 ;;
+    graph)
+      run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
+      run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"
+      for r in 1 2; do
+        for b in 64 256 1024; do
+          run "graph_bench_eager_b${b}_$r" 40 "$bin/mnist" bench --device cuda --batch "$b" --steps 300
+          run "graph_bench_graph_b${b}_$r" 40 "$bin/mnist" bench --device cuda --batch "$b" --steps 300 --cuda-graph
+        done
+      done
+      grep "ms/step\|CUDA graphs" "$out"/graph_bench_*.log
+      for seed in 1 2 3 4 5; do
+        run "graph_recipe_eager_$seed" 30 "$bin/mnist" train --device cuda --data "$data" --seed "$seed" --recipe fast \
+          --target-accuracy 0.99
+        run "graph_recipe_graph_$seed" 30 "$bin/mnist" train --device cuda --data "$data" --seed "$seed" --recipe fast \
+          --target-accuracy 0.99 --cuda-graph
+      done
+      grep -h "reached\|not reached" "$out"/graph_recipe_*.log
+      for g in "" --cuda-graph; do
+        run "graph_epoch_b64${g:+_graph}" 40 "$bin/mnist" train --device cuda --data "$data" --epochs 2 --batch 64 $g
+      done ;;
     *) echo "unknown step $s" ;;
   esac
 done

@@ -395,13 +395,13 @@ TEST_CASE("cuda: dropout masks are bit-identical to the CPU's for the same seed 
       for (int64_t i = 0; i < n; ++i)
         expected[i] = philox_uniform(seed, offset + i) >= p ? static_cast<float>(1.0 / (1.0 - p)) : 0.0f;
       Tensor mask = poisoned({n}, DType::float32, kGpu);
-      dispatch<DropoutMaskKernel>("dropout_mask", kGpu, mask, p, seed, offset);
+      dispatch<DropoutMaskKernel>("dropout_mask", kGpu, mask, p, seed, offset, Tensor());
       CHECK(last_kernel("dropout_mask", DeviceType::cuda) == "philox");
       const std::vector<float> got = mask.to_vector<float>();
       CHECK(got == expected);
       if (have_cpu_kernel) {
         Tensor cpu_mask = poisoned({n}, DType::float32, Device::cpu());
-        run_naive_cpu<DropoutMaskKernel>("dropout_mask", cpu_mask, p, seed, offset);
+        run_naive_cpu<DropoutMaskKernel>("dropout_mask", cpu_mask, p, seed, offset, Tensor());
         CHECK(cpu_mask.to_vector<float>() == got);
       }
     }
@@ -409,7 +409,7 @@ TEST_CASE("cuda: dropout masks are bit-identical to the CPU's for the same seed 
   // float64 masks too.
   const double p = 0.3;
   Tensor m64 = poisoned({4097}, DType::float64, kGpu);
-  dispatch<DropoutMaskKernel>("dropout_mask", kGpu, m64, p, 99, 5);
+  dispatch<DropoutMaskKernel>("dropout_mask", kGpu, m64, p, 99, 5, Tensor());
   const std::vector<double> got64 = m64.to_vector<double>();
   for (int64_t i = 0; i < 4097; ++i) CHECK(got64[i] == (philox_uniform(99, 5 + i) >= p ? 1.0 / (1.0 - p) : 0.0));
 }

@@ -306,6 +306,21 @@ TEST_CASE("dropout mask kernels: the Philox formula, statistics, and bit-identic
   });
 }
 
+TEST_CASE("dropout mask kernels: an offset shift tensor moves the counters by its value", "[dropout]") {
+  // What a replayed CUDA graph relies on (core/capture.h): offset o with shift s draws the mask of o + s.
+  for_each_kernel("dropout_mask", [&](Device d, const std::string& name) {
+    const Tensor shift = from_vector({1000.0}, {1}, TensorOptions(DType::int64, d));
+    Tensor shifted = empty({777}, TensorOptions(DType::float32, d));
+    Tensor moved = empty({777}, TensorOptions(DType::float32, d));
+    dispatch<DropoutMaskKernel>("dropout_mask", d, shifted, 0.4, 21, 5, shift);
+    CHECK(last_kernel("dropout_mask", d.type) == name);
+    dispatch<DropoutMaskKernel>("dropout_mask", d, moved, 0.4, 21, 1005, Tensor());
+    CHECK(shifted.to_vector<float>() == moved.to_vector<float>());
+    dispatch<DropoutMaskKernel>("dropout_mask", d, moved, 0.4, 21, 5, Tensor());
+    CHECK(shifted.to_vector<float>() != moved.to_vector<float>());
+  });
+}
+
 TEST_CASE("dropout: reproducible per seed, fresh per call, identity when not training", "[dropout]") {
   const Tensor x = uniform({37, 29}, 1, 2, DType::float32);
   manual_seed(5);

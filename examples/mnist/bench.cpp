@@ -3,12 +3,13 @@
 // scripts/compare-torch.sh, docs/results/README.md "PyTorch side by side").
 //
 //   mnist bench [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100] [--kernel OP=NAME]...
-//               [--seed N] [--json FILE] [--distributed]
+//               [--seed N] [--json FILE] [--distributed] [--cuda-graph]
 //
 // The model is examples/mnist/model.h; the optimizer Adam at `mnist train`'s default (peak) lr 2e-3, held
 // constant (no schedule). The batch is made once, on the device: pixels uniform in [0, 1) [N, 1, 28, 28]
 // and labels uniform in 0..9. Each step is train_step (examples/mnist/train_step.h), the step `mnist train`
-// runs: forward, cross_entropy, zero_grad, backward, Adam step. Timing: examples/bench_steps.h.
+// runs: forward, cross_entropy, zero_grad, backward, Adam step; with --cuda-graph, forward, loss and
+// backward replayed from a CUDA graph (examples/mnist/train_step.h). Timing: examples/bench_steps.h.
 // --json FILE writes one JSON object (one line) with the settings and the times. --distributed: each rank
 // times its step on batch / world samples, with DataParallel's buckets and all-reduce (bench_steps.h).
 // In the report: "batch" the global batch, and "world_size".
@@ -36,6 +37,7 @@ namespace {
 
 struct BenchArgs : bench_steps::BenchFlags {
   BenchArgs() { batch = 64; }
+  bool cuda_graph = false;  // --cuda-graph: time the step replayed from a CUDA graph (nn/graphed_step.h)
 };
 
 constexpr double kLearningRate = 2e-3;  // `mnist train --lr` default
@@ -52,6 +54,9 @@ int run_bench(const BenchArgs& a) {
   if (a.distributed) job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", a.device, a.batch));
   bench_steps::check_overhead_rounds(a, job ? job->world_size : 1);
   const Device device = job ? job->device : choose_device(a.device, "mnist");
+  MINIDL_CHECK(!a.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
+  MINIDL_CHECK(!a.cuda_graph || !job, "--cuda-graph cannot be used with --distributed (DataParallel's all-reduce "
+               "runs inside backward)");
   manual_seed(a.seed);
   std::shared_ptr<Sequential> model = make_model();
   model->to(device);  // before building the optimizer (nn/module.h)
@@ -82,8 +87,14 @@ int run_bench(const BenchArgs& a) {
                 static_cast<long long>(B), dp->bucket_count());
   std::fflush(stdout);
 
+  std::unique_ptr<GraphedTrainStep> graphed;  // --cuda-graph: captured in the warm-up (its third step)
+  if (a.cuda_graph) graphed = std::make_unique<GraphedTrainStep>(*model, optimizer, device);
   Tensor last_loss;
   auto step = [&] {
+    if (graphed) {
+      last_loss = (*graphed)(inputs, targets).loss;
+      return;
+    }
     if (dp) dp->begin_step(B, a.batch);
     last_loss = train_step(*model, optimizer, inputs, targets, [&] {
                   if (dp) dp->finish_step();
@@ -92,7 +103,8 @@ int run_bench(const BenchArgs& a) {
   const bench_steps::StepTimes t = bench_steps::time_steps(device, a.warmup, a.steps, step);
   bench_steps::BenchRun run{"mnist bench", "mnist", device, a.batch, a.warmup, t, last_loss.item<double>(),
                             kReportedKeys};
-  run.extra = {{"world_size", job ? job->world_size : 0}};  // 0: not --distributed
+  run.extra = {{"world_size", job ? job->world_size : 0}, {"cuda_graph", a.cuda_graph}};  // 0: not --distributed
+  if (graphed) std::printf("mnist bench: CUDA graphs: %s\n", graphed->describe().c_str());
   if (a.overhead_rounds > 0) {  // DataParallel's hooks see no begin_step in a plain step and do nothing
     auto plain = [&] { last_loss = train_step(*model, optimizer, inputs, targets).loss; };
     const bench_steps::Alternation alt = bench_steps::time_alternating(device, a.steps, a.overhead_rounds, plain, step);
@@ -109,6 +121,8 @@ BenchCommand add_bench_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the CNN on one synthetic batch (for comparison with PyTorch)");
   bench_steps::add_bench_flags(cmd, *a);
+  cmd->add_flag("--cuda-graph", a->cuda_graph,
+                "time the step replayed from a CUDA graph (captured in the warm-up: needs --warmup 3 or more)");
   return {cmd, [a] { return run_bench(*a); }};
 }
 

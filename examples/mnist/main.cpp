@@ -4,11 +4,11 @@
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
-//               [--target-accuracy A] [--recipe default|fast]
+//               [--target-accuracy A] [--recipe default|fast] [--cuda-graph|--no-cuda-graph]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist predict --model FILE --csv test.csv --out submission.csv
-//   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE]
+//   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE] [--cuda-graph]
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
 //
 // Defaults: 3 epochs, batch 64, Adam whose lr follows a one-cycle schedule peaking at --lr 2e-3 (a short
@@ -29,7 +29,9 @@
 // Nothing outside the step: on a GPU the training and test images are copied there once and every batch
 // is assembled there (nn/data.h, "Data resident on the GPU"); the loss and the predictions stay on the
 // GPU until a progress line or the epoch's end reads them (RunningStats). --host-data keeps the images in
-// host memory and copies each batch instead (the path before; for comparison).
+// host memory and copies each batch instead (the path before; for comparison). On one GPU, forward, loss
+// and backward are captured as a CUDA graph after two eager steps and replayed (nn/graphed_step.h);
+// --no-cuda-graph runs every step eagerly.
 // Time to accuracy: the time from the model's creation to each evaluation goes into --metrics
 // ("seconds_since_start") and the last line; --target-accuracy A stops after the first evaluation whose
 // accuracy reaches A (a fraction, e.g. 0.99), and exits with 4 if no epoch reached it.
@@ -234,6 +236,8 @@ struct TrainFlags {
   std::vector<std::string> kernels;
   bool distributed = false;
   bool host_data = false;       // --host-data: batches copied from host memory every step
+  bool cuda_graph = false;      // --cuda-graph: forward, loss and backward replayed from a CUDA graph
+  bool no_cuda_graph = false;   // --no-cuda-graph: eager steps on a GPU (graphs are the default there)
   double target_accuracy = 0;   // --target-accuracy: stop once the evaluation reaches it (0: off)
   std::string recipe = "default";
   examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
@@ -407,6 +411,12 @@ int train(const TrainFlags& f) {
       check_save_path();
   }
   const Device device = job ? job->device : choose_device(f.device);
+  MINIDL_CHECK(!f.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
+  MINIDL_CHECK(!f.cuda_graph || !job, "--cuda-graph cannot be used with --distributed: the gradient all-reduce "
+               "runs inside backward and talks to other processes, which a CUDA graph cannot hold");
+  // CUDA graphs by default on one GPU: faster at every batch size measured, the same losses as eager
+  // steps (docs/results/README.md, "CUDA graphs").
+  const bool use_cuda_graph = device.is_cuda() && !job && !f.no_cuda_graph;
   TrainingData data = load_training_data(f);
   std::printf("mnist: data from %s\n", data.description.c_str());
   MINIDL_CHECK(f.target_accuracy == 0 || data.eval, "--target-accuracy ", f.target_accuracy,
@@ -507,6 +517,10 @@ int train(const TrainFlags& f) {
     return 0;
   }
 
+  // --cuda-graph: the step replayed from a CUDA graph (examples/mnist/train_step.h).
+  std::unique_ptr<mnist::GraphedTrainStep> graphed;
+  if (use_cuda_graph) graphed = std::make_unique<mnist::GraphedTrainStep>(*model, optimizer, device);
+
   EvalResult result;  // of the last evaluation
   examples::DivergenceGuard guard(save_path, job.get());
   if (!f.run.resume.empty()) guard.saved(start.epoch, start.epoch_step);  // what the file holds already
@@ -544,9 +558,10 @@ int train(const TrainFlags& f) {
       if (dp) dp->begin_step(batch.size(), batch.global_size);
       const double lr = optimizer.lr();
       const Tensor targets = batch.targets.to(device);  // already there when the data is resident
-      const auto [logits, loss] = mnist::train_step(*model, optimizer, batch.inputs.to(device), targets, [&] {
-        if (dp) dp->finish_step();
-      });
+      const auto [logits, loss] = graphed ? (*graphed)(batch.inputs.to(device), targets)
+                                          : mnist::train_step(*model, optimizer, batch.inputs.to(device), targets, [&] {
+                                              if (dp) dp->finish_step();
+                                            });
       if (scheduler && per_batch_schedule) scheduler->step();
       stats.add(loss, logits, targets, ++run_step, lr);
       ++epoch_step;
@@ -602,6 +617,7 @@ int train(const TrainFlags& f) {
                               : "",
                   format_duration(seconds).c_str(), images_per_second);
     progress.finish(summary);
+    if (graphed && epoch == start.epoch + 1) std::printf("mnist: CUDA graphs: %s\n", graphed->describe().c_str());
     const std::string eval_key = data.eval_name == "test" ? "test" : "val";
     if (metrics) {
       nlohmann::json record = {{"epoch", epoch},
@@ -824,6 +840,11 @@ int main(int argc, char** argv) {
                         "where those flags are not given; docs/results/README.md)")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "fast"}));
+  train_cmd->add_flag("--cuda-graph", tf.cuda_graph,
+                      "capture forward, loss and backward as a CUDA graph after two eager steps and replay it "
+                      "every step (one launch instead of hundreds; nn/graphed_step.h); the default on one GPU");
+  train_cmd->add_flag("--no-cuda-graph", tf.no_cuda_graph, "on a GPU, run every step eagerly")
+      ->excludes("--cuda-graph");
   train_cmd->add_flag("--distributed", tf.distributed,
                       "one rank of a data-parallel job: mpirun -np N mnist train --distributed ... (--batch is the "
                       "global batch; --device cuda: one GPU per process; docs/distributed.md)");

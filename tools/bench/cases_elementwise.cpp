@@ -110,7 +110,7 @@ BenchCase dropout_case(const std::string& key, const std::string& spec, Device d
   Tensor mask = output(shape, d);
   BenchCase c;
   c.bytes = static_cast<double>(shape_numel(shape)) * kFloatBytes;
-  c.run = [=](const KernelInfo& k) mutable { return call_as<DropoutMaskKernel>(k, mask, 0.25, 1234, 0); };
+  c.run = [=](const KernelInfo& k) mutable { return call_as<DropoutMaskKernel>(k, mask, 0.25, 1234, 0, Tensor()); };
   c.outputs = [=] { return std::vector<Tensor>{mask}; };
   return c;
 }
