@@ -3,7 +3,7 @@
 // declarations, cuda/register.cu into calls (the same shape as cpu/kernel_files.h).
 //
 // Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
-// Files that need cuDNN are listed under MINIDL_WITH_CUDNN, the sm_90a-only file under MINIDL_WITH_SM90A
+// Files that need cuDNN are listed under MINIDL_WITH_CUDNN, the sm_90a-only files under MINIDL_WITH_SM90A
 // (CMakeLists.txt); files that hold a cuDNN peer beside their own kernels (pool.cu, batchnorm.cu,
 // softmax.cu) guard those entries inside.
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
@@ -30,6 +30,7 @@ MINIDL_KERNEL_FILE(register_matmul_v7_autotuned_cuda)        // cuda/matmul_v7_a
 MINIDL_KERNEL_FILE(register_matmul_tf32_mma_cuda)            // cuda/matmul_tf32_mma.cu
 #ifdef MINIDL_WITH_SM90A
 MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_cuda)          // cuda/matmul_tf32_wgmma.cu (sm_90a builds only)
+MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_v2_cuda)       // cuda/matmul_tf32_wgmma_v2.cu (sm_90a builds only)
 #endif
 MINIDL_KERNEL_FILE(register_conv_direct_cuda)  // cuda/conv_direct.cu
 MINIDL_KERNEL_FILE(register_conv_im2col_cuda)  // cuda/conv_im2col.cu

@@ -65,27 +65,6 @@ static_assert(kBN == kBM && kBK == 32, "tiles are 128 rows of one 128-byte swizz
 // anchored to 1024-byte boundaries of the address).
 constexpr size_t kSmemBytes = sizeof(float) * 2 * kStages * kTileFloats + 1024;
 
-// The shared-memory matrix descriptor of a K-major tile with the 128-byte swizzle starting at `addr`
-// (a shared-space byte address, 1024-byte aligned up to the k-step offset).
-__device__ __forceinline__ uint64_t smem_descriptor(uint32_t addr) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4)      // bits 0-13: start address / 16
-         | (static_cast<uint64_t>(1) << 16)                // bits 16-29: leading byte offset / 16 (unused here)
-         | (static_cast<uint64_t>(1024 >> 4) << 32)        // bits 32-45: stride byte offset / 16 (8 rows)
-         | (static_cast<uint64_t>(1) << 62);               // bits 62-63: swizzle mode 1 = 128 bytes
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// Tells the compiler the accumulators may have changed here (after wait_group): keeps it from moving
-// their uses above the wait.
-__device__ __forceinline__ void fence_accumulators(float (&d)[64]) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
 // d += A B for one k-step: A is 64 x 8 (descriptor desc_a), B is 8 x 128 given as its 128 x 8 transpose
 // (desc_b), d is the warpgroup's 64 x 128 accumulator. Thread (warp w of the warpgroup, lane 4g + t)
 // holds d[4j + e] = D[16w + g + 8(e / 2)][8j + 2t + e % 2], j = 0..15.
@@ -151,22 +130,23 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_wgmma_kernel(GemmBatch g) {
   }
   for (int t = 0; t < slices; ++t) {
     cuda::cp_async_wait<kStages - 2>();  // this thread's copies of slice t have landed ...
-    fence_proxy_async();                 // ... and are visible to the tensor cores' reads ...
+    cuda::fence_proxy_async();           // ... and are visible to the tensor cores' reads ...
     __syncthreads();                     // ... as are everyone's; and both warpgroups finished slice t-1
     const int next = t + kStages - 1;
     if (next < slices) copy_slice<TA, TB>(tiles, a, b, m0, n0, next * kBK, next % kStages);
     cuda::cp_async_commit();
 
     const int stage = t % kStages;
-    const uint64_t desc_a = smem_descriptor(cuda::smem_address(tiles + stage * kTileFloats + wg * 64 * kBK));
-    const uint64_t desc_b = smem_descriptor(cuda::smem_address(tiles + (kStages + stage) * kTileFloats));
-    wgmma_fence();
+    const uint64_t desc_a =
+        cuda::smem_descriptor_sw128(cuda::smem_address(tiles + stage * kTileFloats + wg * 64 * kBK));
+    const uint64_t desc_b = cuda::smem_descriptor_sw128(cuda::smem_address(tiles + (kStages + stage) * kTileFloats));
+    cuda::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < kBK / 8; ++j)  // k-step j: 8 floats = 32 bytes = 2 units of the address field
       wgmma_m64n128k8_tf32(acc, desc_a + 2 * j, desc_b + 2 * j);
-    wgmma_commit();
-    wgmma_wait_all();
-    fence_accumulators(acc);
+    cuda::wgmma_commit();
+    cuda::wgmma_wait<0>();
+    cuda::fence_accumulators(acc);
   }
   cuda::cp_async_wait<0>();
 

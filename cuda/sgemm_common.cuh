@@ -15,7 +15,7 @@
 // Shared memory tiles hold a BMN x BK slice of an operand in one of three layouts (the Smem* structs):
 // k-major rows padded by 4 floats (the SIMT kernels: a row of BMN values per k, read as float4s), the
 // same padded by 8 or K-major rows padded by 4 (the mma.sync kernel: conflict-free fragment reads), and
-// K-major rows of 32 floats with the 128-byte swizzle (the wgmma kernel).
+// K-major rows of 32 floats with the 128-byte swizzle (the wgmma kernels, with their helpers below).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -217,6 +217,39 @@ __device__ __forceinline__ void cp_async_tile(float* smem, const Operand& x, int
     const bool in = e.row < e.rows && e.col < e.cols;
     cp_async_4(smem + Layout::offset(mn, k), in ? e.ptr(x) : x.ptr, in ? 4 : 0);
   }
+}
+
+// ---------------------------------------------------------------- wgmma (sm_90a: the tf32_wgmma kernels)
+// Hopper's warpgroup MMA reads its operands from shared memory through 64-bit descriptors and runs
+// asynchronously: wgmma_fence before a batch, wgmma_commit to close it as a group, wgmma_wait<N> to wait
+// until at most N groups are still running. Only files compiled for sm_90a may call these (ptxas rejects
+// wgmma elsewhere); an inline function nobody calls is not emitted, so other files may include this one.
+
+// The shared-memory matrix descriptor of a K-major tile with the 128-byte swizzle (SmemKMajorSwizzle128)
+// starting at `addr` (a shared-space byte address, 1024-byte aligned up to the k-step offset).
+__device__ __forceinline__ uint64_t smem_descriptor_sw128(uint32_t addr) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4)      // bits 0-13: start address / 16
+         | (static_cast<uint64_t>(1) << 16)                // bits 16-29: leading byte offset / 16 (unused here)
+         | (static_cast<uint64_t>(1024 >> 4) << 32)        // bits 32-45: stride byte offset / 16 (8 rows)
+         | (static_cast<uint64_t>(1) << 62);               // bits 62-63: swizzle mode 1 = 128 bytes
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Orders this thread's generic-proxy accesses to shared memory (cp.async writes, plain reads) with the
+// async proxy's (wgmma reads), which a barrier alone does not order.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Tells the compiler the accumulators may change here (beside wgmma_fence and after wgmma_wait): keeps
+// it from moving their uses across the asynchronous instructions. Emits no instruction.
+template <int N>
+__device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // ---------------------------------------------------------------- the SIMT kernels' register tiles (v4-v7)
