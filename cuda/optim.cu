@@ -2,19 +2,21 @@
 // ops/kernel_signatures.h (SgdStepKernel, AdamStepKernel). Accumulation convention: parameters and
 // optimizer state are updated in place (p -= ..., b = ..., m = ..., v = ...).
 //
-// "multi_tensor": one launch for the whole parameter list, however many tensors it has. The host packs a
-// table into one small device buffer:
-//   slots  [num_tensors]: (param, grad, state1, state2, numel)      state = momentum buffer, or Adam's m, v
-//   chunks [num_chunks]:  (slot, first element)                     every tensor cut into kChunk pieces
-// and block b updates chunk b. A model with hundreds of small tensors then costs one launch, not hundreds.
+// "multi_tensor": one launch for up to kMaxTensors tensors (a model with more takes one launch per
+// kMaxTensors). The launch's tensors travel in the kernel's own arguments, a TensorList of pointers and
+// sizes (about 1 KB, within the 4 KB a kernel's parameters may take):
+//   grid (x, y): blockIdx.y picks the tensor, blockIdx.x its chunk of kChunk elements; blocks past the
+//   end of a smaller tensor return at once.
+// Nothing is copied to the device before the launch, so the launch can be captured in a CUDA graph
+// (cuda/graph.h). (The first version packed a table of slots and chunks into a device buffer with a
+// cudaMemcpyAsync from pageable memory per step: a copy a graph cannot hold.)
 //
-// The table travels with one cudaMemcpyAsync from a std::vector (pageable host memory). For pageable
-// memory the call returns only after the bytes are staged in the driver's own buffer, so the vector may
-// be destroyed right after it: no pinned buffer to keep alive, at the price of a short host-side copy
-// (a few KB). The device buffer is a tensor from the caching allocator; freeing it after the launch is
-// safe because any reuse is queued on the same stream, after this kernel.
+// The learning rate and the step: from the arguments, or, when the call passes device scalars
+// (SgdParams/AdamParams::scalars, float64 on the GPU: {lr, first_step} or {lr, step}), read by the kernel
+// when it runs: a graph replays the launch with the arguments it was captured with, and the scalars are
+// how each replay gets this step's values. Adam's bias corrections 1 - beta^t are then computed on the
+// device, in double, as the host does otherwise.
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "cuda/device_utils.cuh"
@@ -26,55 +28,52 @@ namespace {
 
 using cuda::kBlock;
 
-// Elements per block: 32 per thread, enough work to amortise reading the chunk's slot.
+// Elements per block: 32 per thread, enough work to amortise the block's start.
 constexpr int64_t kChunk = 32 * kBlock;
+constexpr int kMaxTensors = 24;
 
-struct Slot {
-  float* param;
-  const float* grad;
-  float* state1;  // SGD: momentum buffer (null without momentum); Adam: m
-  float* state2;  // Adam: v
-  int64_t numel;
+struct TensorList {
+  float* param[kMaxTensors];
+  const float* grad[kMaxTensors];
+  float* state1[kMaxTensors];  // SGD: momentum buffer (null without momentum); Adam: m
+  float* state2[kMaxTensors];  // Adam: v
+  int64_t numel[kMaxTensors];
 };
-
-struct Chunk {
-  int64_t slot;
-  int64_t start;
-};
-
-// The device copy of the table: slots then chunks, in one buffer.
-struct DeviceTable {
-  Tensor buffer;  // keeps the memory alive until the launch is queued
-  const Slot* slots = nullptr;
-  const Chunk* chunks = nullptr;
-  int64_t num_chunks = 0;
-};
-
-DeviceTable upload_table(const std::vector<Slot>& slots, Device device, cudaStream_t s) {
-  std::vector<Chunk> chunks;
-  for (size_t i = 0; i < slots.size(); ++i)
-    for (int64_t start = 0; start < slots[i].numel; start += kChunk)
-      chunks.push_back(Chunk{static_cast<int64_t>(i), start});
-  const size_t slot_bytes = slots.size() * sizeof(Slot), chunk_bytes = chunks.size() * sizeof(Chunk);
-  static_assert(sizeof(Slot) % 8 == 0 && sizeof(Chunk) % 8 == 0, "table entries must keep 8-byte alignment");
-  std::vector<int64_t> host((slot_bytes + chunk_bytes) / 8);
-  std::memcpy(host.data(), slots.data(), slot_bytes);
-  std::memcpy(reinterpret_cast<char*>(host.data()) + slot_bytes, chunks.data(), chunk_bytes);
-
-  DeviceTable t;
-  t.buffer = empty({static_cast<int64_t>(host.size())}, TensorOptions(DType::int64, device));
-  MINIDL_CUDA_CHECK(cudaMemcpyAsync(t.buffer.raw_data(), host.data(), host.size() * 8, cudaMemcpyHostToDevice, s));
-  const char* base = static_cast<const char*>(t.buffer.raw_data());
-  t.slots = reinterpret_cast<const Slot*>(base);
-  t.chunks = reinterpret_cast<const Chunk*>(base + slot_bytes);
-  t.num_chunks = static_cast<int64_t>(chunks.size());
-  return t;
-}
 
 // Every tensor defined, float32, contiguous, on `device`, with `numel` elements.
 bool usable(const Tensor& t, Device device, int64_t numel) {
   return t.defined() && t.dtype() == DType::float32 && t.is_contiguous() && t.device() == device &&
          t.numel() == numel;
+}
+
+// The device scalars of a call (null: none), after checking them: `count` float64 values on `device`.
+const double* device_scalars(const Tensor& scalars, Device device, int64_t count, const char* op) {
+  if (!scalars.defined()) return nullptr;
+  MINIDL_CHECK(scalars.dtype() == DType::float64 && scalars.numel() == count && scalars.is_contiguous() &&
+                   scalars.device() == device,
+               op, ": scalars must be ", count, " contiguous float64 values on ", device.str());
+  return scalars.data<double>();
+}
+
+// Queues launch(list, grid) for every run of up to kMaxTensors of the non-empty tensors, in order.
+// fill(list, k, i) stores tensor i in slot k of the list.
+template <class Fill, class Launch>
+void for_each_launch(size_t count, const std::vector<int64_t>& numels, Fill fill, Launch launch) {
+  size_t i = 0;
+  while (i < count) {
+    TensorList list{};
+    int k = 0;
+    int64_t largest = 0;
+    for (; i < count && k < kMaxTensors; ++i) {
+      if (numels[i] == 0) continue;
+      fill(list, k, i);
+      list.numel[k] = numels[i];
+      largest = numels[i] > largest ? numels[i] : largest;
+      ++k;
+    }
+    if (k == 0) continue;
+    launch(list, dim3(static_cast<unsigned int>((largest + kChunk - 1) / kChunk), static_cast<unsigned int>(k)));
+  }
 }
 
 // ---------------------------------------------------------------- SGD
@@ -85,21 +84,27 @@ struct SgdArgs {
 };
 
 // g' = g + wd p;  b = first ? g' : momentum b + (1 - dampening) g';  d = nesterov ? g' + momentum b : b;
-// p -= lr d   (without momentum: d = g').
-__global__ void sgd_kernel(const Slot* slots, const Chunk* chunks, SgdArgs a) {
-  const Chunk c = chunks[blockIdx.x];
-  const Slot t = slots[c.slot];
-  const int64_t end = c.start + kChunk < t.numel ? c.start + kChunk : t.numel;
-  for (int64_t i = c.start + threadIdx.x; i < end; i += blockDim.x) {
-    const float p = t.param[i];
-    const float g = t.grad[i] + a.weight_decay * p;
+// p -= lr d   (without momentum: d = g'). scalars (or null): {lr, first_step}.
+__global__ void sgd_kernel(TensorList list, SgdArgs a, const double* scalars) {
+  const int k = blockIdx.y;
+  const int64_t start = static_cast<int64_t>(blockIdx.x) * kChunk, numel = list.numel[k];
+  if (start >= numel) return;
+  const int64_t end = start + kChunk < numel ? start + kChunk : numel;
+  const float lr = scalars ? static_cast<float>(scalars[0]) : a.lr;
+  const bool first_step = scalars ? scalars[1] != 0 : a.first_step;
+  float* param = list.param[k];
+  const float* grad = list.grad[k];
+  float* buffer = list.state1[k];
+  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+    const float p = param[i];
+    const float g = grad[i] + a.weight_decay * p;
     float d = g;
     if (a.use_momentum) {
-      const float b = a.first_step ? g : a.momentum * t.state1[i] + a.one_minus_dampening * g;
-      t.state1[i] = b;
+      const float b = first_step ? g : a.momentum * buffer[i] + a.one_minus_dampening * g;
+      buffer[i] = b;
       d = a.nesterov ? g + a.momentum * b : b;
     }
-    t.param[i] = p - a.lr * d;
+    param[i] = p - lr * d;
   }
 }
 
@@ -112,18 +117,15 @@ bool sgd_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& gr
   MINIDL_CHECK(!use_momentum || momentum_buffers.size() == params.size(), "sgd_step: ", params.size(),
                " parameters but ", momentum_buffers.size(), " momentum buffers");
   const Device device = params[0].device();
-  std::vector<Slot> slots;
+  std::vector<int64_t> numels;
   for (size_t i = 0; i < params.size(); ++i) {
     const int64_t n = params[i].numel();
     if (!usable(params[i], device, n) || !usable(grads[i], device, n)) return false;
     if (use_momentum && !usable(momentum_buffers[i], device, n)) return false;
-    if (n == 0) continue;
-    slots.push_back(Slot{params[i].data<float>(), grads[i].data<float>(),
-                         use_momentum ? momentum_buffers[i].data<float>() : nullptr, nullptr, n});
+    numels.push_back(n);
   }
-  if (slots.empty()) return true;
+  const double* scalars = device_scalars(h.scalars, device, 2, "sgd_step");
   cudaStream_t s = cuda::launch_stream(params[0]);
-  const DeviceTable table = upload_table(slots, device, s);
   SgdArgs a;
   a.lr = static_cast<float>(h.lr);
   a.momentum = static_cast<float>(h.momentum);
@@ -132,8 +134,17 @@ bool sgd_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& gr
   a.use_momentum = use_momentum;
   a.nesterov = h.nesterov;
   a.first_step = h.first_step;
-  sgd_kernel<<<static_cast<unsigned int>(table.num_chunks), kBlock, 0, s>>>(table.slots, table.chunks, a);
-  MINIDL_LAUNCH_CHECK();
+  for_each_launch(
+      params.size(), numels,
+      [&](TensorList& list, int k, size_t i) {
+        list.param[k] = params[i].data<float>();
+        list.grad[k] = grads[i].data<float>();
+        list.state1[k] = use_momentum ? momentum_buffers[i].data<float>() : nullptr;
+      },
+      [&](const TensorList& list, dim3 grid) {
+        sgd_kernel<<<grid, kBlock, 0, s>>>(list, a, scalars);
+        MINIDL_LAUNCH_CHECK();
+      });
   return true;
 }
 
@@ -142,27 +153,39 @@ bool sgd_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& gr
 struct AdamArgs {
   float lr, beta1, beta2, one_minus_beta1, one_minus_beta2, eps, weight_decay;
   float bias_correction1, bias_correction2;  // 1 - beta^t, computed in double on the host
+  double beta1_exact, beta2_exact;           // for the bias corrections computed on the device
   bool decoupled;
 };
 
 // Adam: g += wd p.  AdamW: p -= lr wd p.  m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
-// p -= lr (m / bc1) / (sqrt(v / bc2) + eps).
-__global__ void adam_kernel(const Slot* slots, const Chunk* chunks, AdamArgs a) {
-  const Chunk c = chunks[blockIdx.x];
-  const Slot t = slots[c.slot];
-  const int64_t end = c.start + kChunk < t.numel ? c.start + kChunk : t.numel;
-  for (int64_t i = c.start + threadIdx.x; i < end; i += blockDim.x) {
-    float p = t.param[i];
-    float g = t.grad[i];
+// p -= lr (m / bc1) / (sqrt(v / bc2) + eps).   scalars (or null): {lr, t}, with bc = 1 - beta^t from them.
+__global__ void adam_kernel(TensorList list, AdamArgs a, const double* scalars) {
+  const int k = blockIdx.y;
+  const int64_t start = static_cast<int64_t>(blockIdx.x) * kChunk, numel = list.numel[k];
+  if (start >= numel) return;
+  const int64_t end = start + kChunk < numel ? start + kChunk : numel;
+  float lr = a.lr, bias_correction1 = a.bias_correction1, bias_correction2 = a.bias_correction2;
+  if (scalars) {
+    lr = static_cast<float>(scalars[0]);
+    bias_correction1 = static_cast<float>(1.0 - pow(a.beta1_exact, scalars[1]));
+    bias_correction2 = static_cast<float>(1.0 - pow(a.beta2_exact, scalars[1]));
+  }
+  float* param = list.param[k];
+  const float* grad = list.grad[k];
+  float* first = list.state1[k];
+  float* second = list.state2[k];
+  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
+    float p = param[i];
+    float g = grad[i];
     if (a.decoupled)
-      p -= a.lr * a.weight_decay * p;
+      p -= lr * a.weight_decay * p;
     else
       g += a.weight_decay * p;
-    const float m = a.beta1 * t.state1[i] + a.one_minus_beta1 * g;
-    const float v = a.beta2 * t.state2[i] + a.one_minus_beta2 * g * g;
-    t.state1[i] = m;
-    t.state2[i] = v;
-    t.param[i] = p - a.lr * (m / a.bias_correction1) / (sqrtf(v / a.bias_correction2) + a.eps);
+    const float m = a.beta1 * first[i] + a.one_minus_beta1 * g;
+    const float v = a.beta2 * second[i] + a.one_minus_beta2 * g * g;
+    first[i] = m;
+    second[i] = v;
+    param[i] = p - lr * (m / bias_correction1) / (sqrtf(v / bias_correction2) + a.eps);
   }
 }
 
@@ -174,18 +197,16 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
                v.size(), " v buffers");
   MINIDL_CHECK(h.step >= 1, "adam_step: step must be >= 1, got ", h.step);
   const Device device = params[0].device();
-  std::vector<Slot> slots;
+  std::vector<int64_t> numels;
   for (size_t i = 0; i < params.size(); ++i) {
     const int64_t n = params[i].numel();
     if (!usable(params[i], device, n) || !usable(grads[i], device, n) || !usable(m[i], device, n) ||
         !usable(v[i], device, n))
       return false;
-    if (n == 0) continue;
-    slots.push_back(Slot{params[i].data<float>(), grads[i].data<float>(), m[i].data<float>(), v[i].data<float>(), n});
+    numels.push_back(n);
   }
-  if (slots.empty()) return true;
+  const double* scalars = device_scalars(h.scalars, device, 2, "adam_step");
   cudaStream_t s = cuda::launch_stream(params[0]);
-  const DeviceTable table = upload_table(slots, device, s);
   AdamArgs a;
   a.lr = static_cast<float>(h.lr);
   a.beta1 = static_cast<float>(h.beta1);
@@ -196,9 +217,21 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
   a.weight_decay = static_cast<float>(h.weight_decay);
   a.bias_correction1 = static_cast<float>(1.0 - std::pow(h.beta1, static_cast<double>(h.step)));
   a.bias_correction2 = static_cast<float>(1.0 - std::pow(h.beta2, static_cast<double>(h.step)));
+  a.beta1_exact = h.beta1;
+  a.beta2_exact = h.beta2;
   a.decoupled = h.decoupled_weight_decay;
-  adam_kernel<<<static_cast<unsigned int>(table.num_chunks), kBlock, 0, s>>>(table.slots, table.chunks, a);
-  MINIDL_LAUNCH_CHECK();
+  for_each_launch(
+      params.size(), numels,
+      [&](TensorList& list, int k, size_t i) {
+        list.param[k] = params[i].data<float>();
+        list.grad[k] = grads[i].data<float>();
+        list.state1[k] = m[i].data<float>();
+        list.state2[k] = v[i].data<float>();
+      },
+      [&](const TensorList& list, dim3 grid) {
+        adam_kernel<<<grid, kBlock, 0, s>>>(list, a, scalars);
+        MINIDL_LAUNCH_CHECK();
+      });
   return true;
 }
 
@@ -206,10 +239,10 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
 
 void register_optim_cuda() {
   register_kernel<SgdStepKernel>("sgd_step", DeviceType::cuda, "multi_tensor", 10,
-                                 "every parameter in one launch: a chunk table in device memory, one block per chunk",
+                                 "up to 24 tensors per launch, passed in the kernel's arguments; a block per chunk of 8192 elements",
                                  sgd_multi_tensor);
   register_kernel<AdamStepKernel>("adam_step", DeviceType::cuda, "multi_tensor", 10,
-                                  "every parameter in one launch: a chunk table in device memory, one block per chunk",
+                                  "up to 24 tensors per launch, passed in the kernel's arguments; a block per chunk of 8192 elements",
                                   adam_multi_tensor);
 }
 

@@ -49,31 +49,72 @@ void Optimizer::zero_grad() {
 }
 
 void Optimizer::step() {
+  begin_step(false);
+  finish_step();
+}
+
+void Optimizer::begin_step(bool every_parameter) {
+  MINIDL_CHECK(pending_.empty(), type_name(), ": begin_step() twice without finish_step()");
+  // Checks first, so that a bad gradient changes nothing.
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const Tensor& p = params_[i];
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    MINIDL_CHECK(g.device() == p.device() && g.dtype() == p.dtype() && g.shape() == p.shape(), type_name(),
+                 ": parameter ", i, " ", shape_str(p.shape()), " on ", p.device().str(), " has a gradient ",
+                 shape_str(g.shape()), " ", dtype_name(g.dtype()), " on ", g.device().str());
+  }
   ++step_count_;
   // Group by (device, the step number this update will be for that parameter).
   std::map<std::tuple<int, int, int64_t>, Group> groups;
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
-    Tensor g = p.grad();
-    if (!g.defined()) continue;
-    MINIDL_CHECK(g.device() == p.device() && g.dtype() == p.dtype() && g.shape() == p.shape(), type_name(),
-                 ": parameter ", i, " ", shape_str(p.shape()), " on ", p.device().str(), " has a gradient ",
-                 shape_str(g.shape()), " ", dtype_name(g.dtype()), " on ", g.device().str());
+    if (!every_parameter && !p.grad().defined()) continue;
+    // State buffers here, not in finish_step(): a graph captures finish_step(), and zeros made there
+    // would be made again by every replay.
     for (auto& slot : buffers_)
       if (!slot[i].defined()) slot[i] = zeros_like(p);
     const int64_t t = ++param_steps_[i];
     Group& group = groups[{static_cast<int>(p.device().type), p.device().index, t}];
     group.t = t;
     group.index.push_back(i);
-    group.params.push_back(p);
-    group.grads.push_back(g.contiguous());
   }
+  std::map<std::pair<int, int>, size_t> groups_on_device;
   for (auto& [key, group] : groups) {
+    const Device device = params_[group.index.front()].device();
+    const int type = static_cast<int>(device.type);
+    Tensor& scalars = scalars_[{type, device.index, groups_on_device[{type, device.index}]++}];
+    const std::vector<double> values = scalar_values(group);
+    const int64_t count = static_cast<int64_t>(values.size());
+    if (!scalars.defined() || scalars.numel() != count)
+      scalars = empty({count}, TensorOptions(DType::float64, device));
+    // Ordered after the updates already queued on the device (they read the previous values).
+    copy_(scalars, from_vector(values, {count}, TensorOptions(DType::float64, Device::cpu())));
+    group.scalars = scalars;
+    pending_.push_back(std::move(group));
+  }
+}
+
+void Optimizer::finish_step() {
+  std::vector<Group> groups = std::move(pending_);
+  pending_.clear();
+  for (Group& group : groups) {
+    for (size_t i : group.index) {
+      const Tensor g = params_[i].grad();
+      MINIDL_CHECK(g.defined(), type_name(), ": parameter ", i, " has no gradient, but begin_step() counted it");
+      group.params.push_back(params_[i]);
+      group.grads.push_back(g.contiguous());
+    }
     group.buffers.resize(buffers_.size());
     for (size_t s = 0; s < buffers_.size(); ++s)
       for (size_t i : group.index) group.buffers[s].push_back(buffers_[s][i]);
     update(group);
   }
+}
+
+void Optimizer::finish_step_replayed() {
+  MINIDL_CHECK(!pending_.empty(), type_name(), ": finish_step_replayed() without begin_step()");
+  pending_.clear();
 }
 
 NamedTensors Optimizer::state_dict() const {
@@ -154,9 +195,12 @@ void SGD::update(Group& group) {
   h.weight_decay = options.weight_decay;
   h.nesterov = options.nesterov;
   h.first_step = group.t == 1;
+  h.scalars = group.scalars;
   std::vector<Tensor> no_buffers;
   sgd_step(group.params, group.grads, group.buffers.empty() ? no_buffers : group.buffers[0], h);
 }
+
+std::vector<double> SGD::scalar_values(const Group& group) const { return {lr_, group.t == 1 ? 1.0 : 0.0}; }
 
 // ------------------------------------------------------------------ Adam, AdamW
 
@@ -176,8 +220,11 @@ void Adam::update(Group& group) {
   h.weight_decay = options.weight_decay;
   h.decoupled_weight_decay = decoupled();
   h.step = group.t;
+  h.scalars = group.scalars;
   adam_step(group.params, group.grads, group.buffers[0], group.buffers[1], h);
 }
+
+std::vector<double> Adam::scalar_values(const Group& group) const { return {lr_, static_cast<double>(group.t)}; }
 
 AdamW::AdamW(std::vector<Tensor> params, const AdamOptions& o) : Adam(std::move(params), o) {}
 

@@ -1,7 +1,8 @@
 // nn/optim.h — optimizers: SGD (momentum, dampening, Nesterov, weight decay), Adam and AdamW.
 //
 // The update math is in ops/kernel_signatures.h (SgdStepKernel, AdamStepKernel); each step() is one
-// fused sgd_step/adam_step call (ops/optim_ops.h) over every parameter that has a gradient. Parameters
+// fused sgd_step/adam_step call (ops/optim_ops.h) over every parameter that has a gradient, whose learning
+// rate and step the kernels read from small device tensors (begin_step/finish_step below). Parameters
 // whose gradient is undefined (unused this step) are skipped and keep their state unchanged.
 //
 // Per-parameter state (momentum buffer; Adam's moments m, v and the parameter's own step count t, for the
@@ -17,7 +18,9 @@
 //                             "exp_avg" and "exp_avg_sq" (Adam, AdamW)
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nn/module.h"
@@ -36,8 +39,22 @@ class Optimizer {
 
   // Drops the gradient of every parameter.
   void zero_grad();
-  // One update of every parameter that has a gradient.
+  // One update of every parameter that has a gradient: begin_step() then finish_step().
   void step();
+  // step() in two halves, for CUDA graphs (nn/graphed_step.h). begin_step() is the host's part: it counts
+  // the step, picks the parameters to update (those with a gradient, or all of them with
+  // `every_parameter`: for a step whose gradients the graph is about to make), creates missing state
+  // buffers, and writes each group's learning rate and step into the group's device scalars, tensors
+  // kept from step to step. finish_step() queues the updates, which read the scalars when they run. A
+  // graph captures finish_step() once; each replay after a begin_step() then updates with that step's
+  // learning rate and bias correction.
+  void begin_step(bool every_parameter = false);
+  void finish_step();
+  // In place of finish_step() when a graph's replay runs the update it captured: ends the step begun by
+  // begin_step() without queueing anything.
+  void finish_step_replayed();
+  // Whether begin_step() has begun a step that is not finished.
+  bool step_pending() const { return !pending_.empty(); }
 
   double lr() const { return lr_; }
   void set_lr(double lr);
@@ -56,9 +73,12 @@ class Optimizer {
     std::vector<size_t> index;  // into params_
     std::vector<Tensor> params, grads;
     std::vector<std::vector<Tensor>> buffers;  // [buffer slot][k]
+    Tensor scalars;  // float64 on the group's device: scalar_values(), written by begin_step()
   };
-  // Runs the fused update for one group.
+  // Runs the fused update for one group (its kernels read group.scalars).
   virtual void update(Group& group) = 0;
+  // The values a group's update reads from its device scalars: {lr, first step (SGD) or t (Adam)}.
+  virtual std::vector<double> scalar_values(const Group& group) const = 0;
 
   std::vector<Tensor> params_;
   double lr_;
@@ -68,6 +88,10 @@ class Optimizer {
   std::vector<std::vector<Tensor>> buffers_;  // [slot][param], undefined before the first update
   std::vector<int64_t> param_steps_;          // updates applied to each parameter
   int64_t step_count_ = 0;
+  std::vector<Group> pending_;                // begun, not finished
+  // Device scalars per (device type, device index, group's place among that device's groups): the same
+  // tensors every step, so a captured update reads this step's values from them.
+  std::map<std::tuple<int, int, size_t>, Tensor> scalars_;
 };
 
 struct SgdOptions {
@@ -83,6 +107,7 @@ class SGD : public Optimizer {
 
  protected:
   void update(Group& group) override;
+  std::vector<double> scalar_values(const Group& group) const override;
 };
 
 struct AdamOptions {
@@ -98,6 +123,7 @@ class Adam : public Optimizer {
 
  protected:
   void update(Group& group) override;
+  std::vector<double> scalar_values(const Group& group) const override;
   virtual bool decoupled() const { return false; }
 };
 

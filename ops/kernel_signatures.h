@@ -177,6 +177,10 @@ struct SgdParams {
   double lr = 0.01, momentum = 0, dampening = 0, weight_decay = 0;
   bool nesterov = false;
   bool first_step = false;  // true on the first step (the buffers are then initialised to g')
+  // Undefined, or float64 {lr, first_step ? 1 : 0} on the parameters' device, read when the kernel runs in
+  // place of lr and first_step (a captured CUDA graph replays the update with this step's values; cuda/graph.h).
+  // Kernels of the CPU never see it: the front end reads it and passes plain values.
+  Tensor scalars;
 };
 using SgdStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                            std::vector<Tensor>& momentum_buffers, const SgdParams& h);
@@ -188,6 +192,9 @@ struct AdamParams {
   double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
   bool decoupled_weight_decay = false;  // AdamW
   int64_t step = 1;
+  // Undefined, or float64 {lr, step} on the parameters' device, read when the kernel runs in place of lr and
+  // step (as SgdParams::scalars; the bias corrections 1 - beta^step are then computed from it).
+  Tensor scalars;
 };
 using AdamStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
                             std::vector<Tensor>& v, const AdamParams& h);

@@ -32,6 +32,15 @@ void check_lists(const char* op, const std::vector<Tensor>& params,
   }
 }
 
+// Device scalars (SgdParams/AdamParams::scalars): `count` float64 values on the parameters' device. On the
+// CPU the front end reads them here, so that CPU kernels only ever see plain values.
+std::vector<double> check_scalars(const char* op, const Tensor& scalars, int64_t count, Device device) {
+  MINIDL_CHECK(scalars.dtype() == DType::float64 && scalars.numel() == count && scalars.device() == device, op,
+               ": scalars must be ", count, " float64 values on ", device.str(), ", got ", dtype_name(scalars.dtype()),
+               " ", shape_str(scalars.shape()), " on ", scalars.device().str());
+  return device.is_cpu() ? scalars.to_vector<double>() : std::vector<double>();
+}
+
 }  // namespace
 
 void sgd_step(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& momentum_buffers,
@@ -44,6 +53,17 @@ void sgd_step(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std
     check_lists("sgd_step", params, {{"grads", &grads}});
   else
     check_lists("sgd_step", params, {{"grads", &grads}, {"momentum_buffers", &momentum_buffers}});
+  if (h.scalars.defined()) {
+    const std::vector<double> values = check_scalars("sgd_step", h.scalars, 2, params[0].device());
+    if (!values.empty()) {  // the CPU: plain values
+      SgdParams plain = h;
+      plain.lr = values[0];
+      plain.first_step = values[1] != 0;
+      plain.scalars = Tensor();
+      dispatch<SgdStepKernel>("sgd_step", params[0].device(), params, grads, momentum_buffers, plain);
+      return;
+    }
+  }
   dispatch<SgdStepKernel>("sgd_step", params[0].device(), params, grads, momentum_buffers, h);
 }
 
@@ -54,6 +74,18 @@ void adam_step(std::vector<Tensor>& params, const std::vector<Tensor>& grads, st
                h.beta1, ", ", h.beta2, ")");
   if (params.empty()) return;
   check_lists("adam_step", params, {{"grads", &grads}, {"m", &m}, {"v", &v}});
+  if (h.scalars.defined()) {
+    const std::vector<double> values = check_scalars("adam_step", h.scalars, 2, params[0].device());
+    if (!values.empty()) {  // the CPU: plain values
+      MINIDL_CHECK(values[1] >= 1, "adam_step: step counts from 1, got ", values[1]);
+      AdamParams plain = h;
+      plain.lr = values[0];
+      plain.step = static_cast<int64_t>(values[1]);
+      plain.scalars = Tensor();
+      dispatch<AdamStepKernel>("adam_step", params[0].device(), params, grads, m, v, plain);
+      return;
+    }
+  }
   dispatch<AdamStepKernel>("adam_step", params[0].device(), params, grads, m, v, h);
 }
 

@@ -1,9 +1,9 @@
 // tests/test_graphed_step.cpp — CUDA graphs (cuda/graph.h, nn/graphed_step.h): a step captured once and
 // replayed trains exactly like the same steps run eagerly.
 //
-// On every device: GraphedStep over the MNIST CNN (dropout included) gives the losses and weights of plain
-// eager steps; on the CPU bit for bit (nothing is captured there), on a GPU within float tolerance, with
-// deterministic algorithms. On a GPU only ([cuda], skipped without one): the allocator's private pools,
+// On every device: GraphedStep over the MNIST CNN (dropout and Adam's update included, with a learning
+// rate that changes every step) gives the losses and weights of plain eager steps; on the CPU bit for bit
+// (nothing is captured there), on a GPU within float tolerance, with deterministic algorithms. On a GPU only ([cuda], skipped without one): the allocator's private pools,
 // the dropout masks of replays (each replay draws what the next eager call would), a capture that reads
 // back to the host fails with a message and leaves the device usable, and mnist's GraphedTrainStep.
 #include <catch2/catch.hpp>
@@ -79,24 +79,29 @@ Trained train(Device device, const Batches& batches, bool graphed) {
   Adam optimizer(model->parameters(), options);
   const Tensor x = empty({kBatch, 1, 28, 28}, TensorOptions(DType::float32, device));
   const Tensor y = empty({kBatch}, TensorOptions(DType::int64, device));
-  GraphedStep step(device, model->parameters(), [&] {
-    const Tensor loss = cross_entropy((*model)(x), y);
-    loss.backward();
-    return std::vector<Tensor>{loss};
-  });
+  GraphedStep step(
+      device, model->parameters(),
+      [&] {
+        const Tensor loss = cross_entropy((*model)(x), y);
+        loss.backward();
+        return std::vector<Tensor>{loss};
+      },
+      2, &optimizer);
   Trained out;
   for (size_t s = 0; s < batches.inputs.size(); ++s) {
     copy_(x, batches.inputs[s]);
     copy_(y, batches.targets[s]);
     Tensor loss;
     if (graphed) {
-      loss = step.run()[0];
+      loss = step.run()[0];  // the optimizer's step included
     } else {
       optimizer.zero_grad();
       loss = cross_entropy((*model)(x), y);
       loss.backward();
+      optimizer.step();
     }
-    optimizer.step();
+    // A schedule: the replays must pick up each step's learning rate (the optimizer's device scalars).
+    optimizer.set_lr(optimizer.lr() * 0.8);
     out.losses.push_back(loss.item<double>());
   }
   for (const Tensor& p : model->parameters()) out.weights.push_back(p.detach().to(Device::cpu()));

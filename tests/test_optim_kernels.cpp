@@ -5,6 +5,7 @@
 
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "nn/optim.h"
 #include "ops/optim_ops.h"
 #include "tests/test_util.h"
 
@@ -264,4 +265,86 @@ TEST_CASE("optimizer updates report bad arguments", "[optim][errors]") {
   CHECK_NOTHROW(sgd_step(p, g, none, plain));
   std::vector<Tensor> empty_list;
   CHECK_NOTHROW(adam_step(empty_list, empty_list, empty_list, empty_list, a));
+}
+
+TEST_CASE("optimizer kernels: device scalars give the updates of the same plain values", "[optim]") {
+  // What a captured CUDA graph relies on (SgdParams/AdamParams::scalars): the learning rate and step read
+  // from a float64 tensor on the device when the kernel runs.
+  for_each_kernel("adam_step", [&](Device d, const std::string& name) {
+    const Tensor p0 = uniform({1000}, -1, 1, DType::float32), g = uniform({1000}, -1, 1, DType::float32);
+    const Tensor m0 = uniform({1000}, -0.1, 0.1, DType::float32), v0 = uniform({1000}, 0, 0.1, DType::float32);
+    auto run = [&](bool with_scalars) {
+      std::vector<Tensor> p{p0.clone().to(d)}, gs{g.to(d)}, m{m0.clone().to(d)}, v{v0.clone().to(d)};
+      AdamParams h;
+      h.lr = with_scalars ? 99.0 : 3e-3;  // ignored when scalars are given
+      h.step = with_scalars ? 1 : 7;
+      if (with_scalars) h.scalars = from_vector({3e-3, 7.0}, {2}, TensorOptions(DType::float64, d));
+      adam_step(p, gs, m, v, h);
+      CHECK(last_kernel("adam_step", d.type) == name);
+      return std::vector<std::vector<float>>{p[0].to_vector<float>(), m[0].to_vector<float>(), v[0].to_vector<float>()};
+    };
+    CHECK(run(true) == run(false));
+  });
+  for_each_kernel("sgd_step", [&](Device d, const std::string& name) {
+    const Tensor p0 = uniform({1000}, -1, 1, DType::float32), g = uniform({1000}, -1, 1, DType::float32);
+    const Tensor b0 = uniform({1000}, -0.1, 0.1, DType::float32);
+    for (bool first : {true, false}) {
+      auto run = [&](bool with_scalars) {
+        std::vector<Tensor> p{p0.clone().to(d)}, gs{g.to(d)}, b{b0.clone().to(d)};
+        SgdParams h;
+        h.momentum = 0.9;
+        h.lr = with_scalars ? 99.0 : 0.05;
+        h.first_step = with_scalars ? !first : first;  // ignored when scalars are given
+        if (with_scalars) h.scalars = from_vector({0.05, first ? 1.0 : 0.0}, {2}, TensorOptions(DType::float64, d));
+        sgd_step(p, gs, b, h);
+        CHECK(last_kernel("sgd_step", d.type) == name);
+        return std::vector<std::vector<float>>{p[0].to_vector<float>(), b[0].to_vector<float>()};
+      };
+      CHECK(run(true) == run(false));
+    }
+  });
+  std::vector<Tensor> p{zeros({3})}, g{zeros({3})}, m{zeros({3})}, v{zeros({3})};
+  AdamParams h;
+  h.scalars = from_vector({1e-3, 1.0, 0.0}, {3}, TensorOptions(DType::float64, Device::cpu()));
+  CHECK_THROWS_WITH(adam_step(p, g, m, v, h), Catch::Contains("scalars must be 2 float64 values"));
+}
+
+TEST_CASE("optimizer: begin_step and finish_step make one step; every_parameter needs every gradient", "[optim]") {
+  auto make = [] {
+    Tensor w = from_vector({1.0, 2.0, 3.0}, {3}, TensorOptions(DType::float32, Device::cpu()).with_requires_grad());
+    Tensor b = from_vector({0.5}, {1}, TensorOptions(DType::float32, Device::cpu()).with_requires_grad());
+    return std::vector<Tensor>{w, b};
+  };
+  const std::vector<Tensor> a = make(), split = make();
+  AdamOptions o;
+  o.lr = 0.1;
+  Adam one(a, o), two(split, o);
+  for (int step = 0; step < 3; ++step) {
+    for (const auto& ps : {a, split}) {
+      ps[0].set_grad(from_vector({0.1 * step, -0.2, 0.3}, {3}, TensorOptions(DType::float32, Device::cpu())));
+      ps[1].set_grad(from_vector({1.0}, {1}, TensorOptions(DType::float32, Device::cpu())));
+    }
+    one.step();
+    two.begin_step();
+    two.finish_step();
+  }
+  CHECK(a[0].to_vector<float>() == split[0].to_vector<float>());
+  CHECK(a[1].to_vector<float>() == split[1].to_vector<float>());
+  CHECK(two.step_count() == 3);
+  // A parameter counted by begin_step(true) that then has no gradient is an error, not a silent skip.
+  split[1].zero_grad();
+  two.begin_step(/*every_parameter=*/true);
+  CHECK_THROWS_WITH(two.finish_step(), Catch::Contains("parameter 1 has no gradient"));
+  CHECK_THROWS_WITH([&] { two.begin_step(); two.begin_step(); }(), Catch::Contains("twice"));
+  // A replayed graph ran the update: finish_step_replayed() ends the step without updating anything.
+  const std::vector<float> before = split[0].to_vector<float>();
+  const int64_t steps = two.step_count();
+  CHECK(two.step_pending());
+  two.finish_step_replayed();
+  CHECK_FALSE(two.step_pending());
+  CHECK(split[0].to_vector<float>() == before);
+  two.begin_step();
+  two.finish_step_replayed();
+  CHECK(two.step_count() == steps + 1);
+  CHECK_THROWS_WITH(two.finish_step_replayed(), Catch::Contains("without begin_step"));
 }

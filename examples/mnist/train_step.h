@@ -36,11 +36,11 @@ inline TrainStep train_step(minidl::Module& model, minidl::Optimizer& optimizer,
   return s;
 }
 
-// The same step with forward, cross-entropy and backward captured as a CUDA graph and replayed
-// (nn/graphed_step.h; `--cuda-graph`): one graph per batch size (an epoch's last batch may be smaller),
-// each with its own input buffers, into which every call copies its batch. The optimizer's step runs
-// eagerly after the replay. The returned tensors have no history. Not for data-parallel training: its
-// gradient hooks talk to other processes, which a graph cannot hold.
+// The same step with forward, cross-entropy, backward and the optimizer's update captured as a CUDA
+// graph and replayed (nn/graphed_step.h): one graph per batch size (an epoch's last batch may be
+// smaller), each with its own input buffers, into which every call copies its batch. The returned tensors
+// have no history. Not for data-parallel training: its gradient hooks talk to other processes, which a
+// graph cannot hold.
 class GraphedTrainStep {
  public:
   GraphedTrainStep(minidl::Module& model, minidl::Optimizer& optimizer, minidl::Device device)
@@ -58,12 +58,11 @@ class GraphedTrainStep {
         const minidl::Tensor loss = minidl::cross_entropy(logits, c.targets);
         loss.backward();
         return std::vector<minidl::Tensor>{logits, loss};
-      });
+      }, /*warmup=*/2, &optimizer_);
     }
     minidl::copy_(c.inputs, inputs);
     minidl::copy_(c.targets, targets);
-    const std::vector<minidl::Tensor> out = c.step->run();
-    optimizer_.step();
+    const std::vector<minidl::Tensor> out = c.step->run();  // the optimizer's step included
     return TrainStep{out[0], out[1]};
   }
 
