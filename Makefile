@@ -5,7 +5,7 @@
 #   make test     build, then run every test through ctest, and say why any test was skipped
 #   make data     put the MNIST files in data/mnist (copied from a local copy, else downloaded)
 #   make mnist    the main job: deps, build, data, then train the MNIST CNN and print test accuracy
-#   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~4 min on an H200) and evaluate it
+#   make captcha  deps, build, then train the captcha recognizer (GPU-sized: ~2 min on an H200) and evaluate it
 #   make compare  deps, build, data, then `minidl compare`: the MNIST CNN on the GPU and on the CPU, side by side
 #                 (COMPARE_FLAGS="--epochs 1 --cpu-limit 6000" for a short CPU side; output in runs/compare)
 #   make exercise N=3   build and run the checker of the course's exercise 3 on your file (docs/course/README.md);

@@ -8,22 +8,17 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/precision.h"
 #include "cuda/cuda_common.h"
 
 namespace minidl {
 namespace cuda {
 
-// MINIDL_TF32=1 lets cuBLAS and cuDNN use TF32 tensor cores for float32 (about 10 mantissa bits in the
-// products: faster, less exact), and lets our own tf32_* matmul kernels serve calls (cuda/sgemm_common.cuh).
-// Off by default so float32 results match the CPU to float32 rounding.
-// Read once per process.
-inline bool tf32_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("MINIDL_TF32");
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }();
-  return on;
-}
+// TF32 precision (core/precision.h: `--precision tf32`, or MINIDL_TF32=1) lets cuBLAS and cuDNN use TF32
+// tensor cores for float32 (about 10 mantissa bits in the products: faster, less exact), and lets our own
+// tf32_* kernels serve calls (cuda/sgemm_common.cuh). Off by default so float32 results match the CPU to
+// float32 rounding.
+inline bool tf32_enabled() { return float32_precision() == Precision::tf32; }
 
 // True when v can be passed where an API takes an int (cuBLAS, cuDNN and grid sizes).
 inline bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }

@@ -34,6 +34,8 @@
 #include "core/backend.h"
 #include "core/determinism.h"
 #include "core/dispatch.h"
+#include "core/precision.h"
+#include "examples/flags.h"
 #include "nn/metrics.h"
 
 // The caching allocator's statistics exist only in CUDA builds; the conditional stays in this header.
@@ -150,16 +152,13 @@ inline std::string kernels_line(const nlohmann::json& kernels) {
   return line;
 }
 
-// Whether MINIDL_TF32=1 lets cuBLAS and cuDNN use TF32 tensor cores (read as cuda/dense_common.h reads
-// it; the CPU kernels are always exact FP32).
-inline bool tf32_requested() {
-  const char* v = std::getenv("MINIDL_TF32");
-  return v != nullptr && std::strcmp(v, "1") == 0;
-}
+// Whether TF32 tensor cores may serve float32 products (core/precision.h: --precision tf32 or
+// MINIDL_TF32=1; the CPU kernels are always exact FP32).
+inline bool tf32_requested() { return minidl::float32_precision() == minidl::Precision::tf32; }
 
-// "TF32 allowed (MINIDL_TF32=1)" or "strict FP32" for the report; the CPU is always strict.
+// "TF32 allowed" or "strict FP32" for the report; the CPU is always strict.
 inline std::string precision_text(minidl::Device device) {
-  return device.is_cuda() && tf32_requested() ? "TF32 allowed (MINIDL_TF32=1)" : "strict FP32";
+  return device.is_cuda() && tf32_requested() ? "TF32 allowed" : "strict FP32";
 }
 
 // The caching allocator's peak bytes in use on a GPU since the program started; -1 when there is none
@@ -182,10 +181,11 @@ struct BenchFlags {
   std::vector<std::string> kernels;
   bool distributed = false;
   int overhead_rounds = 0;
+  std::string precision;  // --precision: "" (the environment decides), fp32 or tf32
 };
 
-// Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic, --distributed and
-// --overhead-rounds to `cmd`, bound to `f`.
+// Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic, --distributed,
+// --overhead-rounds and --precision to `cmd`, bound to `f`.
 inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
   cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
@@ -205,6 +205,7 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
                   "with --distributed on one rank: then alternate N blocks of plain and data-parallel steps in this "
                   "process and report the overhead")
       ->check(CLI::Range(1, 1000));
+  examples::add_precision_flag(cmd, f.precision);
 }
 
 // The checks of --overhead-rounds, before any work: it needs --distributed, and one rank (a plain step on

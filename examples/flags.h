@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/precision.h"
 
 namespace examples {
 
@@ -90,6 +91,22 @@ inline CLI::Validator non_empty() {
   return CLI::Validator(
       [](std::string& text) -> std::string { return text.empty() ? "needs a file name, got an empty one" : ""; },
       "");
+}
+
+// --precision fp32|tf32 (core/precision.h), bound to `precision`. Its value before parsing is the
+// program's default: "" lets MINIDL_TF32 decide (fp32 unless MINIDL_TF32=1).
+inline void add_precision_flag(CLI::App* cmd, std::string& precision) {
+  const std::string default_text =
+      precision.empty() ? "fp32 unless MINIDL_TF32=1" : precision + " for this command, whatever MINIDL_TF32 says";
+  cmd->add_option("--precision", precision,
+                  "float32 products on a GPU: fp32 (strict) or tf32 (TF32 tensor cores in cuBLAS, cuDNN and the "
+                  "tf32_* kernels: faster, about 10 mantissa bits per product); default " + default_text)
+      ->check(CLI::IsMember({"fp32", "tf32"}));
+}
+
+// Applies a --precision value (before the first GPU operation); "" leaves the environment's choice.
+inline void apply_precision_flag(const std::string& precision) {
+  if (!precision.empty()) minidl::set_float32_precision(minidl::parse_precision(precision));
 }
 
 }  // namespace examples

@@ -47,6 +47,7 @@ const std::vector<std::string> kReportedKeys = {
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
   set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
+  examples::apply_precision_flag(a.precision);  // likewise (core/precision.h)
   std::unique_ptr<dist::DistributedRun> job;
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));

@@ -8,8 +8,8 @@
 // The model is examples/mnist/model.h; the optimizer Adam at `mnist train`'s default (peak) lr 2e-3, held
 // constant (no schedule). The batch is made once, on the device: pixels uniform in [0, 1) [N, 1, 28, 28]
 // and labels uniform in 0..9. Each step is train_step (examples/mnist/train_step.h), the step `mnist train`
-// runs: forward, cross_entropy, zero_grad, backward, Adam step; with --cuda-graph, forward, loss and
-// backward replayed from a CUDA graph (examples/mnist/train_step.h). Timing: examples/bench_steps.h.
+// runs: forward, cross_entropy, zero_grad, backward, Adam step; with --cuda-graph, all of it replayed
+// from a CUDA graph (examples/mnist/train_step.h). Timing: examples/bench_steps.h.
 // --json FILE writes one JSON object (one line) with the settings and the times. --distributed: each rank
 // times its step on batch / world samples, with DataParallel's buckets and all-reduce (bench_steps.h).
 // In the report: "batch" the global batch, and "world_size".
@@ -50,6 +50,7 @@ const std::vector<std::string> kReportedKeys = {"conv2d",       "conv2d.backward
 int run_bench(const BenchArgs& a) {
   select_kernels_from_flags(a.kernels);
   set_deterministic_algorithms(a.deterministic);  // before the first GPU op (core/determinism.h)
+  examples::apply_precision_flag(a.precision);  // likewise (core/precision.h)
   std::unique_ptr<dist::DistributedRun> job;
   if (a.distributed) job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", a.device, a.batch));
   bench_steps::check_overhead_rounds(a, job ? job->world_size : 1);

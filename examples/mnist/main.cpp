@@ -4,7 +4,7 @@
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
-//               [--target-accuracy A] [--recipe default|fast] [--cuda-graph|--no-cuda-graph]
+//               [--target-accuracy A] [--recipe default|fast] [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist predict --model FILE --csv test.csv --out submission.csv
@@ -29,8 +29,8 @@
 // Nothing outside the step: on a GPU the training and test images are copied there once and every batch
 // is assembled there (nn/data.h, "Data resident on the GPU"); the loss and the predictions stay on the
 // GPU until a progress line or the epoch's end reads them (RunningStats). --host-data keeps the images in
-// host memory and copies each batch instead (the path before; for comparison). On one GPU, forward, loss
-// and backward are captured as a CUDA graph after two eager steps and replayed (nn/graphed_step.h);
+// host memory and copies each batch instead (the path before; for comparison). On one GPU, forward, loss,
+// backward and Adam are captured as a CUDA graph after two eager steps and replayed (nn/graphed_step.h);
 // --no-cuda-graph runs every step eagerly.
 // Time to accuracy: the time from the model's creation to each evaluation goes into --metrics
 // ("seconds_since_start") and the last line; --target-accuracy A stops after the first evaluation whose
@@ -236,8 +236,9 @@ struct TrainFlags {
   std::vector<std::string> kernels;
   bool distributed = false;
   bool host_data = false;       // --host-data: batches copied from host memory every step
-  bool cuda_graph = false;      // --cuda-graph: forward, loss and backward replayed from a CUDA graph
+  bool cuda_graph = false;      // --cuda-graph: forward, loss, backward and Adam replayed from a CUDA graph
   bool no_cuda_graph = false;   // --no-cuda-graph: eager steps on a GPU (graphs are the default there)
+  std::string precision;        // --precision: "" (MINIDL_TF32 decides), fp32 or tf32 (core/precision.h)
   double target_accuracy = 0;   // --target-accuracy: stop once the evaluation reaches it (0: off)
   std::string recipe = "default";
   examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
@@ -389,6 +390,7 @@ examples::Metadata with_weight_decay(examples::Metadata settings, double weight_
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
   set_deterministic_algorithms(f.deterministic);  // before the first GPU op (core/determinism.h)
+  examples::apply_precision_flag(f.precision);    // likewise (core/precision.h)
   f.run.check();
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (f.distributed)
@@ -828,6 +830,7 @@ int main(int argc, char** argv) {
   train_cmd->add_flag("--deterministic", tf.deterministic,
                       "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                       "(the CPU always is, for a given thread count)");
+  examples::add_precision_flag(train_cmd, tf.precision);
   train_cmd->add_flag("--host-data", tf.host_data,
                       "on a GPU, keep the images in host memory and copy each batch (default: resident on the GPU, "
                       "batches assembled there)");
@@ -841,7 +844,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "fast"}));
   train_cmd->add_flag("--cuda-graph", tf.cuda_graph,
-                      "capture forward, loss and backward as a CUDA graph after two eager steps and replay it "
+                      "capture forward, loss, backward and Adam as a CUDA graph after two eager steps and replay it "
                       "every step (one launch instead of hundreds; nn/graphed_step.h); the default on one GPU");
   train_cmd->add_flag("--no-cuda-graph", tf.no_cuda_graph, "on a GPU, run every step eagerly")
       ->excludes("--cuda-graph");

@@ -1,0 +1,42 @@
+// core/precision.cpp — the float32 precision switch (core/precision.h).
+#include "core/precision.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace minidl {
+
+namespace {
+
+// -1: not set by the API (the environment decides), else a Precision.
+std::atomic<int> g_precision{-1};
+
+Precision from_environment() {
+  static const Precision p = [] {
+    const char* v = std::getenv("MINIDL_TF32");
+    return v != nullptr && std::strcmp(v, "1") == 0 ? Precision::tf32 : Precision::fp32;
+  }();
+  return p;
+}
+
+}  // namespace
+
+Precision float32_precision() {
+  const int set = g_precision.load(std::memory_order_relaxed);
+  return set < 0 ? from_environment() : static_cast<Precision>(set);
+}
+
+void set_float32_precision(Precision p) { g_precision.store(static_cast<int>(p), std::memory_order_relaxed); }
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::fp32;
+  if (name == "tf32") return Precision::tf32;
+  throw Error(str_cat("precision '", name, "': expected fp32 (strict float32) or tf32 (TF32 tensor cores)"));
+}
+
+const char* precision_name(Precision p) { return p == Precision::tf32 ? "tf32" : "fp32"; }
+
+}  // namespace minidl
