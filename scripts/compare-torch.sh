@@ -10,7 +10,8 @@
 #
 # PAIR: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu (default: all of them), and the whole
 # training epochs mnist_epoch_64 and mnist_epoch_1024 (asked for by name): `mnist train --epochs 3` with
-# the images resident on the GPU and with --host-data, against scripts/torch_mnist_train.py with its data
+# the images resident on the GPU (CUDA graphs, the default), with --host-data and with --no-cuda-graph
+# (eager steps), against scripts/torch_mnist_train.py with its data
 # on the GPU and in a pinned DataLoader; the second table compares the steady epochs' training seconds
 # (the mean of epochs 2 and 3: the first holds cuDNN's algorithm search and the allocators' warm-up).
 # Environment:
@@ -85,11 +86,13 @@ epochs() {
     --data "$data" --metrics "$out/${name}_minidl.jsonl"
   run "${name}_minidl_host" "$limit" "$bin/mnist" train --device "$gpu" --epochs 3 --batch "$batch" --lr "$lr" \
     --data "$data" --host-data --metrics "$out/${name}_minidl_host.jsonl"
+  run "${name}_minidl_eager" "$limit" "$bin/mnist" train --device "$gpu" --epochs 3 --batch "$batch" --lr "$lr" \
+    --data "$data" --no-cuda-graph --metrics "$out/${name}_minidl_eager.jsonl"
   run "${name}_torch" "$limit" "$python" "$here/torch_mnist_train.py" --device "$gpu" --epochs 3 --batch "$batch" \
     --lr "$lr" --data "$data" --data-mode device --json "$out/${name}_torch.jsonl"
   run "${name}_torch_loader" "$limit" "$python" "$here/torch_mnist_train.py" --device "$gpu" --epochs 3 \
     --batch "$batch" --lr "$lr" --data "$data" --data-mode loader --json "$out/${name}_torch_loader.jsonl"
-  epoch_rows+=("$batch|$out/${name}_minidl.jsonl|$out/${name}_minidl_host.jsonl|$out/${name}_torch.jsonl|$out/${name}_torch_loader.jsonl")
+  epoch_rows+=("$batch|$out/${name}_minidl.jsonl|$out/${name}_minidl_host.jsonl|$out/${name}_minidl_eager.jsonl|$out/${name}_torch.jsonl|$out/${name}_torch_loader.jsonl")
 }
 
 pairs=("$@")
@@ -163,13 +166,13 @@ def cell(result):
     return "failed / not run" if seconds is None else "%.3f s (%.2f%%)" % (seconds, 100 * accuracy)
 
 
-print("| MNIST epoch, batch | minidl, resident | minidl, --host-data | torch, data on GPU | torch, DataLoader"
-      " | minidl / faster torch |")
-print("| --- | --- | --- | --- | --- | --- |")
+print("| MNIST epoch, batch | minidl, resident | minidl, --host-data | minidl, --no-cuda-graph | torch, data on GPU"
+      " | torch, DataLoader | minidl / faster torch |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
 for row in sys.argv[1:]:
     batch, *paths = row.split("|")
     results = [steady(p) for p in paths]
-    torch_times = [r[0] for r in results[2:] if r[0] is not None]
+    torch_times = [r[0] for r in results[3:] if r[0] is not None]
     ratio = "%.2f" % (results[0][0] / min(torch_times)) if results[0][0] is not None and torch_times else "-"
     print("| %s | %s | %s |" % (batch, " | ".join(cell(r) for r in results), ratio))
 EOF
