@@ -309,7 +309,7 @@ TEST_CASE("optimizer kernels: device scalars give the updates of the same plain 
   CHECK_THROWS_WITH(adam_step(p, g, m, v, h), Catch::Contains("scalars must be 2 float64 values"));
 }
 
-TEST_CASE("optimizer: begin_step and finish_step make one step; every_parameter needs every gradient", "[optim]") {
+TEST_CASE("optimizer: begin_step and finish_step make one step, and every_parameter needs every gradient", "[optim]") {
   auto make = [] {
     Tensor w = from_vector({1.0, 2.0, 3.0}, {3}, TensorOptions(DType::float32, Device::cpu()).with_requires_grad());
     Tensor b = from_vector({0.5}, {1}, TensorOptions(DType::float32, Device::cpu()).with_requires_grad());
