@@ -7,6 +7,12 @@
 #include "nn/optim.h"
 #ifdef MINIDL_WITH_CUDA
 #include "cuda/graph.h"
+#else
+namespace minidl::cuda {
+// A build without CUDA never captures (the constructor refuses CUDA devices), but unique_ptr's deleter
+// needs a complete type.
+class CapturedGraph {};
+}  // namespace minidl::cuda
 #endif
 
 namespace minidl {
