@@ -66,7 +66,11 @@
 // one barrier per slice that a single resident block cannot hide: 530-760 us.
 // ptxas (sm_90a, CUDA 13.0): 154 registers, 193 KB dynamic shared memory, no spills; pack_k_major_kernel
 // 32-34 registers, 4.1 KB static shared memory.
-// Measured: not yet.
+// Measured (H200, 2026-12-04, MINIDL_TF32=1 minidl bench --device cuda --op matmul --shape
+// matmul:4096x4096x4096 ...): 149.6 TFLOP/s = 36.6% of cuBLAS TF32 at 4096^3 NN (tf32_wgmma 17.8%), 37.7% NT
+// (no pre-pass), 54.9% TN: below the prediction, and no faster without the pre-pass, so the main loop is the
+// limit (the same warps copy and multiply; one block per multiprocessor cannot hide the barrier per slice).
+// Tests ([tf32] sweeps) pass, memcheck clean. tf32_wgmma_v3 is the next step.
 #include "core/tensor.h"
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
@@ -159,54 +163,41 @@ KMajorCopy pack_k_major(const float* x, int64_t ld, int64_t stride, bool k_conti
   return c;
 }
 
-// ---------------------------------------------------------------- the GEMM kernel
+}  // namespace
 
-// d += A B for one k-step: A is 64 x 8 (descriptor desc_a), B is 8 x 256 given as its 256 x 8 transpose
-// (desc_b), d is the warpgroup's 64 x 256 accumulator. Thread (warp w of the warpgroup, lane 4g + t)
-// holds d[4j + e] = D[16w + g + 8(e / 2)][8j + 2t + e % 2], j = 0..31 (m64n128k8's layout, twice as wide).
-__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %130, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-      "{%0, %1, %2, %3, %4, %5, %6, %7,"
-      " %8, %9, %10, %11, %12, %13, %14, %15,"
-      " %16, %17, %18, %19, %20, %21, %22, %23,"
-      " %24, %25, %26, %27, %28, %29, %30, %31,"
-      " %32, %33, %34, %35, %36, %37, %38, %39,"
-      " %40, %41, %42, %43, %44, %45, %46, %47,"
-      " %48, %49, %50, %51, %52, %53, %54, %55,"
-      " %56, %57, %58, %59, %60, %61, %62, %63,"
-      " %64, %65, %66, %67, %68, %69, %70, %71,"
-      " %72, %73, %74, %75, %76, %77, %78, %79,"
-      " %80, %81, %82, %83, %84, %85, %86, %87,"
-      " %88, %89, %90, %91, %92, %93, %94, %95,"
-      " %96, %97, %98, %99, %100, %101, %102, %103,"
-      " %104, %105, %106, %107, %108, %109, %110, %111,"
-      " %112, %113, %114, %115, %116, %117, %118, %119,"
-      " %120, %121, %122, %123, %124, %125, %126, %127},"
-      " %128, %129, p, 1, 1;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-      : "l"(desc_a), "l"(desc_b), "r"(1)
-      : "memory");
+// op(A) and op(B)^T as K-major operands with 16-byte aligned rows: declared in cuda/sgemm_common.cuh,
+// shared with tf32_wgmma_v3. An operand already so is used in place; any other is packed first. (K = 0
+// reads no operand: nothing is packed.)
+cuda::KMajorGemm cuda::k_major_gemm(const GemmBatch& g, int device) {
+  KMajorGemm km;
+  km.g = g;
+  GemmBatch& nt = km.g;
+  if (g.K > 0 && (g.trans_a || !g.vec_a)) {
+    KMajorCopy c = pack_k_major(g.A, g.lda, g.stride_a, !g.trans_a, g.batch, g.M, g.K, device);
+    nt.A = c.storage.data<float>();
+    nt.lda = c.ld;
+    nt.stride_a = c.stride;
+    nt.trans_a = false;
+    nt.vec_a = rows_aligned(nt.A, nt.lda, nt.stride_a);
+    km.a_storage = std::move(c.storage);
+  }
+  if (g.K > 0 && (!g.trans_b || !g.vec_b)) {
+    KMajorCopy c = pack_k_major(g.B, g.ldb, g.stride_b, g.trans_b, g.batch, g.N, g.K, device);
+    nt.B = c.storage.data<float>();
+    nt.ldb = c.ld;
+    nt.stride_b = c.stride;
+    nt.trans_b = true;
+    nt.vec_b = rows_aligned(nt.B, nt.ldb, nt.stride_b);
+    km.b_storage = std::move(c.storage);
+  }
+  MINIDL_CHECK(g.K == 0 || (!nt.trans_a && nt.trans_b && nt.vec_a && nt.vec_b),
+               "k_major_gemm: the packed operands are not K-major with 16-byte aligned rows");
+  return km;
 }
+
+namespace {
+
+// ---------------------------------------------------------------- the GEMM kernel
 
 // Starts the copies of K slice k0 of both operands into `stage`: 16-byte cp.async into the swizzled
 // K-major layout (cuda::cp_async_tile), 4 per thread for A (128 x 32), 8 for B (256 x 32).
@@ -256,7 +247,7 @@ __global__ void __launch_bounds__(kThreads, 1) tf32_wgmma_v2_kernel(GemmBatch g)
     cuda::wgmma_fence();
 #pragma unroll
     for (int j = 0; j < kBK / 8; ++j)  // k-step j: 8 floats = 32 bytes = 2 units of the address field
-      wgmma_m64n256k8_tf32(acc, desc_a + 2 * j, desc_b + 2 * j);
+      cuda::wgmma_m64n256k8_tf32(acc, desc_a + 2 * j, desc_b + 2 * j);
     cuda::wgmma_commit();
 
     // Refill the stage of slice t-2 (free since the barrier above) while the tensor cores work.
@@ -300,29 +291,10 @@ bool run_tf32_wgmma_v2(const GemmBatch& g, int device) {
       kSmemBytes > prop.sharedMemPerBlockOptin)
     return false;
 
-  // The same product with both operands K-major and 16-byte aligned: op(A) as A stored [M, K], op(B) as
-  // B^T stored [N, K]. An operand already so is used in place; any other is packed first. (K = 0 reads
-  // no operand: the kernel writes zeros.)
-  GemmBatch nt = g;
-  KMajorCopy a_copy, b_copy;  // scratch; released when this function returns, after the launches
-  if (g.K > 0 && (g.trans_a || !g.vec_a)) {
-    a_copy = pack_k_major(g.A, g.lda, g.stride_a, !g.trans_a, g.batch, g.M, g.K, device);
-    nt.A = a_copy.storage.data<float>();
-    nt.lda = a_copy.ld;
-    nt.stride_a = a_copy.stride;
-    nt.trans_a = false;
-    nt.vec_a = cuda::rows_aligned(nt.A, nt.lda, nt.stride_a);
-  }
-  if (g.K > 0 && (!g.trans_b || !g.vec_b)) {
-    b_copy = pack_k_major(g.B, g.ldb, g.stride_b, g.trans_b, g.batch, g.N, g.K, device);
-    nt.B = b_copy.storage.data<float>();
-    nt.ldb = b_copy.ld;
-    nt.stride_b = b_copy.stride;
-    nt.trans_b = true;
-    nt.vec_b = cuda::rows_aligned(nt.B, nt.ldb, nt.stride_b);
-  }
-  MINIDL_CHECK(g.K == 0 || (!nt.trans_a && nt.trans_b && nt.vec_a && nt.vec_b),
-               "tf32_wgmma_v2: the packed operands are not K-major with 16-byte aligned rows");
+  // The same product with both operands K-major and 16-byte aligned (cuda::k_major_gemm, above); its
+  // scratch is released when this function returns, after the launch.
+  const cuda::KMajorGemm km = cuda::k_major_gemm(g, device);
+  const GemmBatch& nt = km.g;
 
   const dim3 grid(static_cast<unsigned>((g.N + kBN - 1) / kBN), static_cast<unsigned>((g.M + kBM - 1) / kBM),
                   static_cast<unsigned>(g.batch));

@@ -94,6 +94,18 @@ bool matmul_entry(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, b
   return Run(matmul_gemm_batch(a, b, out, trans_a, trans_b), device);
 }
 
+// The call with both operands K-major and 16-byte aligned, the only form the wgmma kernels from
+// tf32_wgmma_v2 on take (wgmma reads TF32 operands K-major only; TMA needs 16-byte aligned rows): g with
+// A stored [M, K] and B as B^T stored [N, K] (!trans_a, trans_b, vec_a, vec_b). An operand already so is
+// used in place; any other is copied first, by a pre-pass queued on the device's stream, into scratch
+// rows of K rounded up to 4 floats (zeros past K). The scratch lives as long as the KMajorGemm: keep it
+// until the kernels that read it are queued. Defined in cuda/matmul_tf32_wgmma_v2.cu (sm_90a builds only).
+struct KMajorGemm {
+  GemmBatch g;
+  Tensor a_storage, b_storage;  // the packed copies, when made
+};
+KMajorGemm k_major_gemm(const GemmBatch& g, int device);
+
 // ---------------------------------------------------------------- the problem, on the device
 
 // One operand of one batch entry, as "MN x K" (see the top of the file). Elements with mn >= mn_extent
@@ -243,6 +255,54 @@ __device__ __forceinline__ void wgmma_wait() {
 // Orders this thread's generic-proxy accesses to shared memory (cp.async writes, plain reads) with the
 // async proxy's (wgmma reads), which a barrier alone does not order.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// d += A B for one k-step (tf32_wgmma_v2 and v3): A is 64 x 8 (descriptor desc_a), B is 8 x 256 given as
+// its 256 x 8 transpose (desc_b), d is the warpgroup's 64 x 256 accumulator. Thread (warp w of the
+// warpgroup, lane 4g + t) holds d[4j + e] = D[16w + g + 8(e / 2)][8j + 2t + e % 2], j = 0..31
+// (m64n128k8's layout, twice as wide).
+__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], uint64_t desc_a, uint64_t desc_b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7,"
+      " %8, %9, %10, %11, %12, %13, %14, %15,"
+      " %16, %17, %18, %19, %20, %21, %22, %23,"
+      " %24, %25, %26, %27, %28, %29, %30, %31,"
+      " %32, %33, %34, %35, %36, %37, %38, %39,"
+      " %40, %41, %42, %43, %44, %45, %46, %47,"
+      " %48, %49, %50, %51, %52, %53, %54, %55,"
+      " %56, %57, %58, %59, %60, %61, %62, %63,"
+      " %64, %65, %66, %67, %68, %69, %70, %71,"
+      " %72, %73, %74, %75, %76, %77, %78, %79,"
+      " %80, %81, %82, %83, %84, %85, %86, %87,"
+      " %88, %89, %90, %91, %92, %93, %94, %95,"
+      " %96, %97, %98, %99, %100, %101, %102, %103,"
+      " %104, %105, %106, %107, %108, %109, %110, %111,"
+      " %112, %113, %114, %115, %116, %117, %118, %119,"
+      " %120, %121, %122, %123, %124, %125, %126, %127},"
+      " %128, %129, p, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(1)
+      : "memory");
+}
 
 // Tells the compiler the accumulators may change here (beside wgmma_fence and after wgmma_wait): keeps
 // it from moving their uses across the asynchronous instructions. Emits no instruction.
