@@ -84,6 +84,9 @@ void load_as_its_metadata_says(const Checkpoint& ck) {
   } else if (kind->second == mnist::kModelName) {
     static const std::shared_ptr<Sequential> model = mnist::make_model();  // 1.2M parameters: built once
     mnist::load_model_from(ck, "input", *model);
+  } else if (kind->second == mnist::kFastModelName) {
+    static const std::shared_ptr<Sequential> model = mnist::make_fast_model();
+    mnist::load_model_from(ck, "input", *model, mnist::kFastModelName);
   }
 }
 

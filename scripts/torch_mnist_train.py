@@ -3,7 +3,7 @@
 
     python3 scripts/torch_mnist_train.py --data DIR [--device cuda] [--epochs 3] [--batch 64] [--lr 2e-3]
         [--data-mode device|loader] [--adam default|foreach|single|fused] [--cudnn-benchmark 0|1]
-        [--tf32 0|1] [--seed N] [--limit N] [--threads N] [--json FILE]
+        [--tf32 0|1] [--seed N] [--limit N] [--threads N] [--json FILE] [--model mnist_cnn|mnist_cnn_bn]
 
 The side of scripts/compare-torch.sh's `epochs` pairs that is not minidl: the model of
 scripts/torch_mnist_bench.py (examples/mnist/model.h, layer for layer), Adam with a one-cycle learning
@@ -81,6 +81,14 @@ def evaluate(model, images, labels, device):
     return correct.item() / images.shape[0]
 
 
+def make_fast_model():
+    """examples/mnist/model.h make_fast_model (`--model mnist_cnn_bn`, the fast recipe's), layer for layer."""
+    nn = torch.nn
+    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Conv2d(32, 64, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
 def main():
     parser = argparse.ArgumentParser(description="MNIST training epochs in PyTorch, timed like `mnist train`")
     parser.add_argument("--data", required=True, help="folder with the four MNIST IDX files (.gz or not)")
@@ -96,6 +104,8 @@ def main():
     parser.add_argument("--limit", type=int, default=0, help="train on the first N images only (0: all)")
     parser.add_argument("--threads", type=int, default=0, help="torch.set_num_threads(N) (0: torch's default)")
     parser.add_argument("--json", default="", help="also append the per-epoch JSON objects to FILE")
+    parser.add_argument("--model", choices=("mnist_cnn", "mnist_cnn_bn"), default="mnist_cnn",
+                        help="the CNN of examples/mnist/model.h (default: %(default)s)")
     args = parser.parse_args()
     if args.epochs < 1 or args.batch < 1:
         parser.error("--epochs and --batch must be at least 1")
@@ -120,7 +130,7 @@ def main():
                                              batch_size=args.batch, shuffle=True, pin_memory=device.type == "cuda")
 
     created = time.perf_counter()
-    model = bench.make_model().to(device)
+    model = (make_fast_model() if args.model == "mnist_cnn_bn" else bench.make_model()).to(device)
     optimizer = common.make_adam(model.parameters(), args.lr, args.adam)
     steps_per_epoch = (n + args.batch - 1) // args.batch
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.epochs * steps_per_epoch)

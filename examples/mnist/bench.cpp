@@ -3,7 +3,7 @@
 // scripts/compare-torch.sh, docs/results/README.md "PyTorch side by side").
 //
 //   mnist bench [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100] [--kernel OP=NAME]...
-//               [--seed N] [--json FILE] [--distributed] [--cuda-graph]
+//               [--seed N] [--json FILE] [--distributed] [--cuda-graph] [--model mnist_cnn|mnist_cnn_bn]
 //
 // The model is examples/mnist/model.h; the optimizer Adam at `mnist train`'s default (peak) lr 2e-3, held
 // constant (no schedule). The batch is made once, on the device: pixels uniform in [0, 1) [N, 1, 28, 28]
@@ -38,6 +38,7 @@ namespace {
 struct BenchArgs : bench_steps::BenchFlags {
   BenchArgs() { batch = 64; }
   bool cuda_graph = false;  // --cuda-graph: time the step replayed from a CUDA graph (nn/graphed_step.h)
+  std::string model = kModelName;  // --model (examples/mnist/model.h)
 };
 
 constexpr double kLearningRate = 2e-3;  // `mnist train --lr` default
@@ -59,7 +60,7 @@ int run_bench(const BenchArgs& a) {
   MINIDL_CHECK(!a.cuda_graph || !job, "--cuda-graph cannot be used with --distributed (DataParallel's all-reduce "
                "runs inside backward)");
   manual_seed(a.seed);
-  std::shared_ptr<Sequential> model = make_model();
+  std::shared_ptr<Sequential> model = make_model(a.model);
   model->to(device);  // before building the optimizer (nn/module.h)
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
@@ -81,7 +82,7 @@ int run_bench(const BenchArgs& a) {
 
   std::printf("mnist bench: model %s, %lld parameters; batch %lld of [1, 28, 28]; Adam lr %g; "
               "%d warm-up steps, then %d timed steps twice\n",
-              kModelName, static_cast<long long>(model->parameter_count()), static_cast<long long>(a.batch),
+              a.model.c_str(), static_cast<long long>(model->parameter_count()), static_cast<long long>(a.batch),
               kLearningRate, a.warmup, a.steps);
   if (dp)
     std::printf("mnist bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n", job->world_size,
@@ -104,7 +105,9 @@ int run_bench(const BenchArgs& a) {
   const bench_steps::StepTimes t = bench_steps::time_steps(device, a.warmup, a.steps, step);
   bench_steps::BenchRun run{"mnist bench", "mnist", device, a.batch, a.warmup, t, last_loss.item<double>(),
                             kReportedKeys};
-  run.extra = {{"world_size", job ? job->world_size : 0}, {"cuda_graph", a.cuda_graph}};  // 0: not --distributed
+  run.extra = {{"world_size", job ? job->world_size : 0},  // 0: not --distributed
+               {"cuda_graph", a.cuda_graph},
+               {"mnist_model", a.model}};
   if (graphed) std::printf("mnist bench: CUDA graphs: %s\n", graphed->describe().c_str());
   if (a.overhead_rounds > 0) {  // DataParallel's hooks see no begin_step in a plain step and do nothing
     auto plain = [&] { last_loss = train_step(*model, optimizer, inputs, targets).loss; };
@@ -122,6 +125,9 @@ BenchCommand add_bench_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the CNN on one synthetic batch (for comparison with PyTorch)");
   bench_steps::add_bench_flags(cmd, *a);
+  cmd->add_option("--model", a->model, "mnist_cnn or mnist_cnn_bn (examples/mnist/model.h)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({kModelName, kFastModelName}));
   cmd->add_flag("--cuda-graph", a->cuda_graph,
                 "time the step replayed from a CUDA graph (captured in the warm-up: needs --warmup 3 or more)");
   return {cmd, [a] { return run_bench(*a); }};
