@@ -221,9 +221,12 @@ mnist_target)
   # --recipe fast: its settings where no flag is given, the flags where they are.
   "$mnist" train --data "$data" --device cpu --seed 3 --recipe fast --schedule none >"$dir/recipe.log" 2>&1 ||
     fail "--recipe fast"
-  grep -q "^mnist: --recipe fast: --epochs 3 --batch 256 --lr 0.004$" "$dir/recipe.log" || fail "the recipe's settings not shown"
-  grep -q "; 3 epoch(s) of 1 batches of 256$" "$dir/recipe.log" || fail "the recipe's settings not used"
-  "$mnist" "${train[@]}" --epochs 1 --lr 1e-3 --recipe fast >"$dir/recipe_flags.log" 2>&1 || fail "--recipe fast with flags"
+  grep -q "^mnist: --recipe fast: --epochs 2 --batch 256 --lr 0.008 --model mnist_cnn_bn (on a GPU: --kernel conv2d=implicit_gemm)$" \
+    "$dir/recipe.log" || fail "the recipe's settings not shown"
+  grep -q "^mnist: model mnist_cnn_bn, 225226 parameters; Adam lr 0.008 (schedule none); 2 epoch(s) of 1 batches of 256$" \
+    "$dir/recipe.log" || fail "the recipe's settings not used"
+  "$mnist" "${train[@]}" --epochs 1 --lr 1e-3 --model mnist_cnn --kernel conv2d=naive --recipe fast \
+    >"$dir/recipe_flags.log" 2>&1 || fail "--recipe fast with flags"
   grep -q "^mnist: --recipe fast: nothing (every setting given as a flag)$" "$dir/recipe_flags.log" ||
     fail "flags did not win over the recipe"
   echo "OK: --target-accuracy stops when reached (exit 0) and says so when missed (exit 4); --recipe fast fills in unset flags"
