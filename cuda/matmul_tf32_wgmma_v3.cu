@@ -73,8 +73,8 @@
 // Measured (H200, 2026-12-04, MINIDL_TF32=1 minidl bench --device cuda --op matmul --kernel cublas --kernel
 // tf32_wgmma_v2 --kernel tf32_wgmma_v3, medians): 4096^3 NN 237 TFLOP/s = 65.9% of cuBLAS TF32 (whose median,
 // 0.382 ms, was slowed by noise: against cuBLAS's best time, 0.335 ms, 58%), 4096^3 NT 61.6%, 2048^3 58.5%;
-// v2 in the same run 41.3%, 37.6%, 37.0%. Inside the prediction's range at its low end; the goal of 70% is
-// missed by 4 to 12 points. [tf32] sweeps pass, memcheck clean.
+// v2 in the same run 41.3%, 37.6%, 37.0%. A second run (another host): NN 59.1%, NT 62.9%. At the low end
+// of the prediction; the goal of 70% is missed by 4 to 11 points. [tf32] sweeps pass, memcheck clean.
 #include <cuda.h>  // CUtensorMap and its enums (types only: no libcuda function is linked)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 

@@ -238,12 +238,9 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
 }  // namespace
 
 void register_optim_cuda() {
-  register_kernel<SgdStepKernel>("sgd_step", DeviceType::cuda, "multi_tensor", 10,
-                                 "up to 24 tensors per launch, passed in the kernel's arguments; a block per chunk of 8192 elements",
-                                 sgd_multi_tensor);
-  register_kernel<AdamStepKernel>("adam_step", DeviceType::cuda, "multi_tensor", 10,
-                                  "up to 24 tensors per launch, passed in the kernel's arguments; a block per chunk of 8192 elements",
-                                  adam_multi_tensor);
+  const char* how = "up to 24 tensors per launch, in the kernel's arguments; a block per chunk of 8192 elements";
+  register_kernel<SgdStepKernel>("sgd_step", DeviceType::cuda, "multi_tensor", 10, how, sgd_multi_tensor);
+  register_kernel<AdamStepKernel>("adam_step", DeviceType::cuda, "multi_tensor", 10, how, adam_multi_tensor);
 }
 
 }  // namespace minidl

@@ -36,7 +36,7 @@
 // Time to accuracy: the time from the model's creation to each evaluation goes into --metrics
 // ("seconds_since_start") and the last line; --target-accuracy A stops after the first evaluation whose
 // accuracy reaches A (a fraction, e.g. 0.99), and exits with 4 if no epoch reached it.
-// --recipe fast: a short run tuned for time to 99% (docs/results/README.md, "Time to accuracy"); its
+// --recipe fast: a short run tuned for time to 99% (docs/results/README.md, "The fast MNIST recipe"); its
 // settings (--model mnist_cnn_bn, --epochs, --batch, --lr) apply where the flag is not given. The time to
 // accuracy counts from the model's creation; the device is initialised before it (CUDA's context).
 // --model picks the CNN: mnist_cnn (the default) or mnist_cnn_bn (examples/mnist/model.h).
@@ -250,7 +250,7 @@ struct TrainFlags {
 };
 
 // --recipe fast: the settings of a short run tuned for time to 99% test accuracy on a GPU (measured over
-// 10 seeds: docs/results/README.md, "Time to accuracy"): the batch-norm CNN, two epochs, and on a GPU
+// 10 seeds: docs/results/README.md, "The fast MNIST recipe"): the batch-norm CNN, two epochs, and on a GPU
 // minidl's implicit-GEMM convolutions instead of cuDNN's (the same step time for this small model, and no
 // cuDNN to load: a fifth of a second). The schedule (one-cycle) and the data (resident on the GPU) are the
 // defaults; flags given on the command line win over the recipe.
@@ -874,7 +874,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({mnist::kModelName, mnist::kFastModelName}));
   train_cmd->add_option("--recipe", tf.recipe,
-                        "default, or fast: a short run tuned for time to 99% (its --model, --epochs, --batch and --lr apply "
+                        "default, or fast: a short run tuned for time to 99% (its --model, --epochs, --batch and --lr "
+                        "apply "
                         "where those flags are not given; docs/results/README.md)")
       ->capture_default_str()
       ->check(CLI::IsMember({"default", "fast"}));

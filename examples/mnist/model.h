@@ -37,7 +37,7 @@ inline std::shared_ptr<minidl::Sequential> make_model() {
 // norm, and a pooling after each, so the second convolution sees 13 x 13 instead of 26 x 26 (a fifth of
 // the default model's multiply-adds there) and the first linear layer 1,600 inputs instead of 9,216.
 // Batch norm lets a high learning rate train fast: it reaches 99% test accuracy in two epochs
-// (docs/results/README.md, "Time to accuracy"). No dropout: two epochs do not overfit.
+// (docs/results/README.md, "The fast MNIST recipe"). No dropout: two epochs do not overfit.
 // x [N, 1, 28, 28] -> logits [N, 10]. 225,226 parameters.
 constexpr const char* kFastModelName = "mnist_cnn_bn";
 
