@@ -40,7 +40,12 @@ CapturedGraph::CapturedGraph(int device, const std::function<void()>& work) : de
     cuda_end_private_pool(device);
   };
   cudaGraph_t graph = nullptr;
-  MINIDL_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed));
+  const cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed);
+  if (began != cudaSuccess) {
+    stop_routing();
+    cuda_release_private_pool(device, pool_id_);
+    cuda::throw_cuda_error("CUDA", "cudaStreamBeginCapture", __FILE__, __LINE__, cudaGetErrorString(began));
+  }
   std::string failure;
   try {
     work();

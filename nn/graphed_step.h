@@ -20,8 +20,9 @@
 //
 // The function must read its inputs from tensors that live as long as the GraphedStep (the graph reads
 // their addresses), and give results that are rewritten by each replay: run() returns copies of them.
-// With an optimizer, every parameter must get a gradient in every step. On a CPU device there is nothing
-// to capture: run() always runs eagerly.
+// With an optimizer, every parameter must get a gradient in every step. Nothing the graph reads may be
+// replaced while it lives: not the parameters (Module::to), not the optimizer's state (load_state_dict);
+// build the GraphedStep after those. On a CPU device there is nothing to capture: run() always runs eagerly.
 #pragma once
 #include <functional>
 #include <memory>
