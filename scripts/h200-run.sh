@@ -28,8 +28,8 @@
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
 # Each step has its own time limit; logs go to $OUT/<step>.log and a summary to $OUT/summary.log. The
-# default steps fit one 10-minute call; captcha (~2 minutes since its 12-epoch TF32 default), torch (~2) and compare (~1-2) are asked
-# for by name.
+# default steps fit one 10-minute call; captcha (~2 minutes with its 12-epoch TF32 default), torch (~2)
+# and compare (~1-2) are asked for by name.
 #   BUILD=build-cuda DATA=data/mnist bash scripts/h200-run.sh [STEP...]
 # The machine has no fonts: carry data/fonts/DejaVuSans-Bold.ttf and it is used for the captchas.
 set -u
