@@ -10,6 +10,7 @@
 //   mnist predict --model FILE IMAGE...
 //   mnist predict --model FILE --csv test.csv --out submission.csv
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE] [--cuda-graph]
+//               [--model mnist_cnn|mnist_cnn_bn] [--precision fp32|tf32]
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
 //
 // Defaults: 3 epochs, batch 64, Adam whose lr follows a one-cycle schedule peaking at --lr 2e-3 (a short
@@ -38,7 +39,7 @@
 // accuracy reaches A (a fraction, e.g. 0.99), and exits with 4 if no epoch reached it.
 // --recipe fast: a short run tuned for time to 99% (docs/results/README.md, "The fast MNIST recipe"); its
 // settings (--model mnist_cnn_bn, --epochs, --batch, --lr) apply where the flag is not given. The time to
-// accuracy counts from the model's creation; the device is initialised before it (CUDA's context).
+// accuracy counts from the model's creation; the device is initialised before it (CUDA context, cuBLAS).
 // --model picks the CNN: mnist_cnn (the default) or mnist_cnn_bn (examples/mnist/model.h).
 // Stopping and going on (examples/run_state.h): --save writes the model with Adam's state, the position
 // (epoch, step within it, step of the run), the random stream's position and the run's settings after
