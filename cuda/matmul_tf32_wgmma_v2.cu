@@ -262,27 +262,7 @@ __global__ void __launch_bounds__(kThreads, 1) tf32_wgmma_v2_kernel(GemmBatch g)
   cuda::fence_accumulators(acc);
   cuda::cp_async_wait<0>();  // only empty groups can be left; no copy outlives the block
 
-  // Each thread's pairs d[4j + 2h], d[4j + 2h + 1] are two adjacent columns of one row: one 8-byte store
-  // where C's rows are 16-byte aligned (vec_c; the column is even) and both columns exist.
-  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  float* C = g.C + r * g.stride_c;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = m0 + wg * 64 + warp * 16 + lane / 4 + 8 * h;
-    if (row >= M) continue;
-    float* c_row = C + static_cast<int64_t>(row) * g.ldc;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int col = n0 + j * 8 + 2 * (lane % 4);
-      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-      if (g.vec_c && col + 1 < N) {
-        *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
-      } else {
-        if (col < N) c_row[col] = v0;
-        if (col + 1 < N) c_row[col + 1] = v1;
-      }
-    }
-  }
+  cuda::store_m64n256_tile(acc, g, m0 + wg * 64, n0, r);
 }
 
 bool run_tf32_wgmma_v2(const GemmBatch& g, int device) {

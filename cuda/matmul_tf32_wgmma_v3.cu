@@ -250,33 +250,6 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 
 // ---------------------------------------------------------------- the GEMM kernel
 
-// Writes a consumer warpgroup's 64 x 256 accumulator, output rows row0 .. row0 + 63 and columns n0 ..
-// n0 + 255 of entry r, as v2: thread (warp w, lane 4g + t) holds acc[4j + e] = D[16w + g + 8(e / 2)][8j +
-// 2t + e % 2]; a pair of adjacent columns is one 8-byte store where C's rows are 16-byte aligned and both
-// exist. Rows >= M (a ragged tile, or the padding block of a cluster) and columns >= N are not written.
-__device__ __forceinline__ void store_tile(const float (&acc)[128], const GemmBatch& g, int row0, int n0, int r) {
-  const int M = static_cast<int>(g.M), N = static_cast<int>(g.N);
-  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  float* C = g.C + static_cast<int64_t>(r) * g.stride_c;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + warp * 16 + lane / 4 + 8 * h;
-    if (row >= M) continue;
-    float* c_row = C + static_cast<int64_t>(row) * g.ldc;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int col = n0 + j * 8 + 2 * (lane % 4);
-      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
-      if (g.vec_c && col + 1 < N) {
-        *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
-      } else {
-        if (col < N) c_row[col] = v0;
-        if (col + 1 < N) c_row[col + 1] = v1;
-      }
-    }
-  }
-}
-
 // g as run_tf32_wgmma_v3 rewrote it (A stored [M, K], B stored [N, K], both K-major); map_a and map_b
 // describe the same operands for TMA (see k_major_map; map_b's box is this block's kBoxB rows of the B
 // tile). Only M, N, K, C, ldc, stride_c, vec_c and the batch strides (0: one matrix for every entry,
@@ -358,7 +331,7 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
     }
     cuda::wgmma_wait<0>();  // the last slice's stage is never released: nothing more is copied
     cuda::fence_accumulators(acc);
-    store_tile(acc, g, m0 + c * 64, n0, r);
+    cuda::store_m64n256_tile(acc, g, m0 + c * 64, n0, r);
   }
   // No block leaves while another may still arrive on its barriers.
   cluster_sync();

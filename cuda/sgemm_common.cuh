@@ -312,6 +312,35 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// Writes a warpgroup's 64 x 256 accumulator (wgmma_m64n256k8_tf32's layout) to output rows row0 .. row0 + 63
+// and columns n0 .. n0 + 255 of batch entry r (tf32_wgmma_v2 and v3): thread (warp w of the warpgroup, lane
+// 4g + t) holds acc[4j + e] = D[16w + g + 8(e / 2)][8j + 2t + e % 2]; a pair of adjacent columns is one
+// 8-byte store where C's rows are 16-byte aligned (vec_c; the column is even) and both exist. Rows >= M (a
+// ragged tile, or a cluster's padding block) and columns >= N are not written.
+__device__ __forceinline__ void store_m64n256_tile(const float (&acc)[128], const GemmBatch& g, int row0, int n0,
+                                                   int64_t r) {
+  const int M = static_cast<int>(g.M), N = static_cast<int>(g.N);
+  const int warp = (static_cast<int>(threadIdx.x) % 128) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  float* C = g.C + r * g.stride_c;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + warp * 16 + lane / 4 + 8 * h;
+    if (row >= M) continue;
+    float* c_row = C + static_cast<int64_t>(row) * g.ldc;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const int col = n0 + j * 8 + 2 * (lane % 4);
+      const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];
+      if (g.vec_c && col + 1 < N) {
+        *reinterpret_cast<float2*>(c_row + col) = make_float2(v0, v1);
+      } else {
+        if (col < N) c_row[col] = v0;
+        if (col + 1 < N) c_row[col + 1] = v1;
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- the SIMT kernels' register tiles (v4-v7)
 
 // Block tile BM x BN, K slices of BK, warp tile WM x WN; every thread owns 8 x 8 outputs: rows
