@@ -11,15 +11,9 @@
 #include "tests/test_util.h"
 
 using namespace minidl;
-using minidl::testing::cuda_unavailable_reason;
+using minidl::testing::have_gpu;
 
 namespace {
-
-bool have_gpu() {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) WARN("GPU test skipped: " << why);
-  return why.empty();
-}
 
 const Device kGpu = Device::cuda(0);
 

@@ -27,12 +27,6 @@ using namespace minidl::testing;
 
 namespace {
 
-// True when a GPU is usable; otherwise warns (once per test case) and the case returns early.
-bool have_gpu() {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) WARN("GPU test skipped: " << why);
-  return why.empty();
-}
 #define SKIP_WITHOUT_GPU() \
   if (!have_gpu()) return
 

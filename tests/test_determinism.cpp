@@ -16,15 +16,9 @@
 
 using namespace minidl;
 using minidl::testing::cuda_unavailable_reason;
+using minidl::testing::DeterministicScope;
 
 namespace {
-
-// Deterministic algorithms on for a scope.
-struct DeterministicScope {
-  explicit DeterministicScope(bool on) : previous(deterministic_algorithms()) { set_deterministic_algorithms(on); }
-  ~DeterministicScope() { set_deterministic_algorithms(previous); }
-  bool previous;
-};
 
 captcha::ModelConfig small_config() {
   captcha::ModelConfig c;

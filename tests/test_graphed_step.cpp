@@ -13,7 +13,6 @@
 #include <random>
 #include <vector>
 
-#include "core/determinism.h"
 #include "core/random.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/train_step.h"
@@ -29,18 +28,13 @@
 
 using namespace minidl;
 using minidl::testing::compare;
+using minidl::testing::DeterministicScope;
+using minidl::testing::have_gpu;
 using minidl::testing::test_devices;
 
 namespace {
 
 constexpr int64_t kBatch = 8;
-
-// Deterministic algorithms for the duration of a test, then the previous setting.
-struct DeterministicScope {
-  bool before = deterministic_algorithms();
-  DeterministicScope() { set_deterministic_algorithms(true); }
-  ~DeterministicScope() { set_deterministic_algorithms(before); }
-};
 
 // `steps` batches of MNIST-shaped inputs and labels, on the CPU, from their own generator (not the global
 // random stream, whose position the dropout masks depend on).
@@ -112,7 +106,7 @@ Trained train(Device device, const Batches& batches, bool graphed) {
 }  // namespace
 
 TEST_CASE("graphed step: the MNIST CNN trains as with eager steps (bit for bit on the CPU)", "[graph][nn]") {
-  const DeterministicScope deterministic;
+  const DeterministicScope deterministic(true);
   const Batches batches = make_batches(6);  // 2 eager warm-up steps, the capture, 3 more replays
   for (Device d : test_devices()) {
     INFO("device " << d.str());
@@ -153,12 +147,6 @@ TEST_CASE("graphed step: bad arguments are refused", "[graph][nn]") {
 #ifdef MINIDL_WITH_CUDA
 
 namespace {
-
-bool have_gpu() {
-  const std::string why = minidl::testing::cuda_unavailable_reason();
-  if (!why.empty()) WARN("GPU test skipped: " << why);
-  return why.empty();
-}
 
 const Device kGpu = Device::cuda(0);
 
@@ -256,7 +244,7 @@ TEST_CASE("cuda graph: a capture that reads back to the host fails with a messag
 
 TEST_CASE("mnist GraphedTrainStep: one graph per batch size, the same losses as train_step", "[cuda][graph]") {
   if (!have_gpu()) return;
-  const DeterministicScope deterministic;
+  const DeterministicScope deterministic(true);
   const Batches batches = make_batches(5);
   auto run = [&](bool graphed) {
     manual_seed(5);

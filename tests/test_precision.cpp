@@ -44,11 +44,7 @@ TEST_CASE("precision: set_float32_precision overrides the environment's choice",
 }
 
 TEST_CASE("precision: on a GPU, tf32 changes cuBLAS's products and fp32 keeps them exact", "[precision][cuda]") {
-  const std::string why = testing::cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!testing::have_gpu()) return;
   const Device gpu = Device::cuda(0);
   const int64_t n = 256;
   const Tensor a = testing::uniform({n, n}, -1, 1, DType::float32), b = testing::uniform({n, n}, -1, 1, DType::float32);

@@ -17,6 +17,12 @@ std::vector<Device> test_devices() {
   return out;
 }
 
+bool have_gpu() {
+  const std::string why = cuda_unavailable_reason();
+  if (!why.empty()) WARN("GPU test skipped: " << why);
+  return why.empty();
+}
+
 void for_each_kernel(const std::string& key, const std::function<void(Device, const std::string&)>& body) {
   SelectionReset reset;
   const std::string op = key.substr(0, key.find('.'));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/determinism.h"
 #include "core/dispatch.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
@@ -113,6 +114,19 @@ class ScopedKernel {
 // Restores default kernel selection at scope exit.
 struct SelectionReset {
   ~SelectionReset() { reset_kernel_selection(); }
+};
+
+// True when a GPU is usable; otherwise a Catch2 WARN "GPU test skipped: <why>" in the current test case
+// (which then returns early).
+bool have_gpu();
+
+// Deterministic algorithms (core/determinism.h) on or off for a scope, then the previous setting.
+struct DeterministicScope {
+  explicit DeterministicScope(bool on) : previous(deterministic_algorithms()) { set_deterministic_algorithms(on); }
+  ~DeterministicScope() { set_deterministic_algorithms(previous); }
+  DeterministicScope(const DeterministicScope&) = delete;
+  DeterministicScope& operator=(const DeterministicScope&) = delete;
+  bool previous;
 };
 
 }  // namespace testing
