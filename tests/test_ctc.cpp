@@ -331,11 +331,7 @@ double float32_ctc_grad_rtol(int64_t T, const Tensor& nll_ref) {
 }
 
 TEST_CASE("cuda: ctc_loss kernels against the CPU naive reference", "[cuda][ctc]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   manual_seed(23);
   const Device gpu = Device::cuda(0);
   struct Case {
@@ -393,11 +389,7 @@ TEST_CASE("cuda: ctc_loss kernels against the CPU naive reference", "[cuda][ctc]
 
 // True when there is a GPU and the build registered cuDNN's CTC; otherwise says why the test is skipped.
 bool cudnn_ctc_testable() {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return false;
-  }
+  if (!minidl::testing::have_gpu()) return false;
   const std::vector<std::string> names = kernels_for("ctc_loss", DeviceType::cuda);
   if (std::find(names.begin(), names.end(), "cudnn") == names.end()) {
     WARN("cudnn ctc_loss test skipped: this build has no cuDNN");

@@ -15,7 +15,6 @@
 #include "tests/test_util.h"
 
 using namespace minidl;
-using minidl::testing::cuda_unavailable_reason;
 using minidl::testing::DeterministicScope;
 
 namespace {
@@ -69,11 +68,7 @@ TEST_CASE("determinism: the same seed gives bit-identical training on the CPU", 
 }
 
 TEST_CASE("determinism: --deterministic gives bit-identical training on the GPU", "[cuda]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   DeterministicScope on(true);
   const auto first = train_a_little(Device::cuda(0));
   const auto second = train_a_little(Device::cuda(0));
@@ -87,11 +82,7 @@ TEST_CASE("determinism: --deterministic gives bit-identical training on the GPU"
 }
 
 TEST_CASE("determinism: the atomic scatter-add declines in deterministic mode, and only then", "[cuda]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   const Device gpu = Device::cuda(0);
   const Tensor log_probs_cpu = from_vector({-1, -2, -0.5, -3, -0.1, -2.5}, {3, 2});
   const Tensor target_cpu = from_vector({1, 1, 0}, {3}, DType::int64);

@@ -500,11 +500,7 @@ TEST_CASE("mpi: DataParallel averages buffers and sums metrics over the ranks", 
 // One rank in a plain run (a real NCCL communicator, no MPI needed); under mpirun on a host with a GPU
 // per process, every rank of the job (each on the GPU of its local rank).
 TEST_CASE("nccl: a real communicator: the collective checks, and training like one process", "[cuda]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   const Device gpu = Device::cuda(dist::process_info().local_rank);
   // With a GPU, NCCL must load: a failure here is a failure (`minidl info` says where it looked).
   auto comm = dist::make_communicator(dist::Backend::nccl, gpu);

@@ -241,11 +241,7 @@ TEST_CASE("GRU and gru_cell: argument errors name the shapes", "[gru]") {
 }
 
 TEST_CASE("cuda: gru_cell kernels against the CPU naive reference", "[cuda][gru]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   manual_seed(107);
   const Device gpu = Device::cuda(0);
   for (int64_t N : {1, 33, 128}) {

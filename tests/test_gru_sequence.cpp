@@ -190,11 +190,7 @@ TEST_CASE("gru_sequence: argument errors name the shapes", "[gru_sequence]") {
 }
 
 TEST_CASE("cuda: gru_sequence cudnn kernel against the CPU naive kernel", "[cuda][gru_sequence]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   manual_seed(205);
   struct Case {
     int64_t T, N, in, H;
@@ -239,11 +235,7 @@ TEST_CASE("GRU auto path: fused on the CPU, the same numbers as an explicit path
 }
 
 TEST_CASE("cuda: GRU auto path is the sequence op (cuDNN) on a GPU and matches the CPU", "[cuda][gru_sequence]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   const Device gpu = Device::cuda(0);
   CHECK(resolve_gru_path(GruPath::automatic, gpu) == GruPath::sequence);
   manual_seed(32);

@@ -220,11 +220,7 @@ TEST_CASE("LSTM and lstm_cell: argument errors name the shapes", "[lstm]") {
 }
 
 TEST_CASE("cuda: lstm_cell kernels against the CPU naive reference", "[cuda][lstm]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   manual_seed(308);
   const Device gpu = Device::cuda(0);
   for (int64_t N : {1, 33, 128}) {

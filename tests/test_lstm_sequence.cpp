@@ -166,11 +166,7 @@ TEST_CASE("LSTM auto path: fused on the CPU, the same numbers as an explicit pat
 }
 
 TEST_CASE("cuda: lstm_sequence cudnn kernel against the CPU naive kernel", "[cuda][lstm_sequence]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   manual_seed(406);
   struct Case {
     int64_t T, N, in, H;
@@ -203,11 +199,7 @@ TEST_CASE("cuda: lstm_sequence cudnn kernel against the CPU naive kernel", "[cud
 }
 
 TEST_CASE("cuda: LSTM auto path is the sequence op (cuDNN) on a GPU and matches the CPU", "[cuda][lstm_sequence]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU test skipped: " << why);
-    return;
-  }
+  if (!minidl::testing::have_gpu()) return;
   const Device gpu = Device::cuda(0);
   CHECK(resolve_lstm_path(RnnPath::automatic, gpu) == RnnPath::sequence);
   manual_seed(407);
