@@ -101,6 +101,7 @@ Tensor host_generated(const Shape& shape, TensorOptions options, Gen gen) {
     case DType::float64: { double* p = t.data<double>(); for (int64_t i = 0; i < n; ++i) p[i] = gen(i); break; }
     case DType::int32: { int32_t* p = t.data<int32_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(gen(i)); break; }
     case DType::int64: { int64_t* p = t.data<int64_t>(); for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(gen(i)); break; }
+    case DType::bfloat16: { bfloat16* p = t.data<bfloat16>(); for (int64_t i = 0; i < n; ++i) p[i] = double_to_bfloat16(gen(i)); break; }
   }
   Tensor out = t.to(options.device);
   if (rg) out.requires_grad_(true);
@@ -220,6 +221,10 @@ template <class T, class S>
 void convert_into(std::vector<T>& out, const S* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(src[i]);
 }
+template <class T>
+void convert_into(std::vector<T>& out, const bfloat16* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(bfloat16_to_float(src[i]));
+}
 }  // namespace
 
 template <class T>
@@ -232,6 +237,7 @@ std::vector<T> Tensor::to_vector() const {
     case DType::float64: convert_into(out, host.data<double>(), n); break;
     case DType::int32: convert_into(out, host.data<int32_t>(), n); break;
     case DType::int64: convert_into(out, host.data<int64_t>(), n); break;
+    case DType::bfloat16: convert_into(out, host.data<bfloat16>(), n); break;
   }
   return out;
 }

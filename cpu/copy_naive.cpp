@@ -21,13 +21,39 @@ bool cast_from(const Tensor& src, Tensor& dst) {
   });
 }
 
+// bfloat16 on either side (core/bfloat16.h): values go through float32, rounded to the nearest bfloat16
+// (ties to even) on the way in, exact on the way out.
+bool cast_with_bfloat16(const Tensor& src, Tensor& dst) {
+  const StridedIndex si(src), di(dst);
+  const int64_t n = src.numel();
+  if (src.dtype() == DType::bfloat16) {
+    const bfloat16* s = src.data<bfloat16>();
+    if (dst.dtype() == DType::bfloat16) {
+      bfloat16* d = dst.data<bfloat16>();
+      for (int64_t i = 0; i < n; ++i) d[di.offset(i)] = s[si.offset(i)];
+      return true;
+    }
+    return MINIDL_ALL_TYPES(dst.dtype(), {
+      T* d = dst.data<T>();
+      for (int64_t i = 0; i < n; ++i) d[di.offset(i)] = static_cast<T>(bfloat16_to_float(s[si.offset(i)]));
+    });
+  }
+  bfloat16* d = dst.data<bfloat16>();
+  return MINIDL_ALL_TYPES(src.dtype(), {
+    const T* s = src.data<T>();
+    for (int64_t i = 0; i < n; ++i) d[di.offset(i)] = double_to_bfloat16(static_cast<double>(s[si.offset(i)]));
+  });
+}
+
 // dst = src through both tensors' strides; dst may have another dtype.
 bool cast_naive(const Tensor& src, Tensor& dst) {
+  if (src.dtype() == DType::bfloat16 || dst.dtype() == DType::bfloat16) return cast_with_bfloat16(src, dst);
   switch (src.dtype()) {
     case DType::float32: return cast_from<float>(src, dst);
     case DType::float64: return cast_from<double>(src, dst);
     case DType::int32: return cast_from<int32_t>(src, dst);
     case DType::int64: return cast_from<int64_t>(src, dst);
+    case DType::bfloat16: break;  // handled above
   }
   return false;
 }
@@ -44,6 +70,11 @@ bool copy_memcpy(const Tensor& src, Tensor& dst) {
 // [/doc:copy_memcpy]
 
 bool fill_naive(Tensor& dst, double value) {
+  if (dst.dtype() == DType::bfloat16) {
+    const bfloat16 v = double_to_bfloat16(value);
+    for_each_element<bfloat16>(dst, [&](int64_t, bfloat16& e) { e = v; });
+    return true;
+  }
   return MINIDL_ALL_TYPES(dst.dtype(), {
     const T v = static_cast<T>(value);
     for_each_element<T>(dst, [&](int64_t, T& e) { e = v; });

@@ -72,7 +72,8 @@ void for_each_element(const Tensor& t, F f) {
     }                                              \
   }()
 
-// Like MINIDL_FLOAT_TYPES but for all four dtypes.
+// Like MINIDL_FLOAT_TYPES but for the four arithmetic dtypes (float32, float64, int32, int64); false for
+// bfloat16, a storage-only type that kernels handle by name where they take it (cast, copy, fill).
 #define MINIDL_ALL_TYPES(dtype, ...)              \
   [&] {                                            \
     switch (dtype) {                               \
@@ -80,6 +81,7 @@ void for_each_element(const Tensor& t, F f) {
       case DType::float64: { using T = double; __VA_ARGS__; return true; }  \
       case DType::int32: { using T = int32_t; __VA_ARGS__; return true; }   \
       case DType::int64: { using T = int64_t; __VA_ARGS__; return true; }   \
+      case DType::bfloat16: break;                 \
     }                                              \
     return false;                                  \
   }()

@@ -4,11 +4,15 @@
 //   copy:  dst[i] = src[i]                 "strided": one thread per element, both sides through their
 //                                          strides (StridedDesc); "memcpy": both contiguous, one
 //                                          cudaMemcpyAsync device-to-device (the copy engine's speed).
-//   cast:  dst[i] = static_cast<D>(src[i])  "strided", with a flat loop when both are contiguous.
+//   cast:  dst[i] = static_cast<D>(src[i])  "strided", with a flat loop when both are contiguous; to
+//                                          bfloat16 through float32 with __float2bfloat16_rn (round to
+//                                          nearest, ties to even: core/bfloat16.h's rule), from it exactly.
 //   fill:  dst[i] = value                  "strided", cudaMemsetAsync when contiguous and value's bits are 0.
 //   pack:  flat[offset_k + i] = src_k[i]   "multi_tensor": up to kPackPerLaunch tensors per launch, their
 //                                          pointers and sizes passed by value in the kernel's arguments;
 //                                          blockIdx.y picks the tensor, blocks along x stride over it.
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -44,15 +48,30 @@ void launch_copy_strided(const StridedDesc& sd, const void* src, const StridedDe
   MINIDL_LAUNCH_CHECK();
 }
 
+// Convert<D>::from(v): one element converted to D. static_cast for the arithmetic types; bfloat16 goes
+// through float32 both ways (float64 and the integers are first rounded to float32, as on the CPU).
+template <class D>
+struct Convert {
+  template <class S>
+  __device__ static D from(S v) { return static_cast<D>(v); }
+  __device__ static D from(__nv_bfloat16 v) { return static_cast<D>(__bfloat162float(v)); }
+};
+template <>
+struct Convert<__nv_bfloat16> {
+  template <class S>
+  __device__ static __nv_bfloat16 from(S v) { return __float2bfloat16_rn(static_cast<float>(v)); }
+  __device__ static __nv_bfloat16 from(__nv_bfloat16 v) { return v; }
+};
+
 template <class S, class D>
 __global__ void cast_strided_kernel(StridedDesc sd, const S* src, StridedDesc dd, D* dst, int64_t n) {
   for (int64_t i = global_thread_index(); i < n; i += global_thread_count())
-    dst[strided_offset(dd, i)] = static_cast<D>(src[strided_offset(sd, i)]);
+    dst[strided_offset(dd, i)] = Convert<D>::from(src[strided_offset(sd, i)]);
 }
 
 template <class S, class D>
 __global__ void cast_contiguous_kernel(const S* src, D* dst, int64_t n) {
-  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) dst[i] = static_cast<D>(src[i]);
+  for (int64_t i = global_thread_index(); i < n; i += global_thread_count()) dst[i] = Convert<D>::from(src[i]);
 }
 
 template <class T>
@@ -71,10 +90,12 @@ bool copy_strided(const Tensor& src, Tensor& dst) {
   const int64_t n = dst.numel();
   if (n == 0) return true;
   cudaStream_t s = cuda::launch_stream(dst);
-  if (dtype_size(src.dtype()) == 4)
-    launch_copy_strided<uint32_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s);
-  else
-    launch_copy_strided<uint64_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s);
+  switch (dtype_size(src.dtype())) {
+    case 2: launch_copy_strided<uint16_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s); break;
+    case 4: launch_copy_strided<uint32_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s); break;
+    case 8: launch_copy_strided<uint64_t>(sd, src.raw_data(), dd, dst.raw_data(), n, s); break;
+    default: return false;
+  }
   return true;
 }
 
@@ -87,6 +108,17 @@ bool copy_memcpy(const Tensor& src, Tensor& dst) {
   return true;
 }
 
+template <class S, class D>
+void launch_cast(bool flat, const StridedDesc& sd, const S* ps, const StridedDesc& dd, D* pd, int64_t n,
+                 cudaStream_t s) {
+  const unsigned int grid = cuda::grid_for(n, kBlock);
+  if (flat)
+    cast_contiguous_kernel<S, D><<<grid, kBlock, 0, s>>>(ps, pd, n);
+  else
+    cast_strided_kernel<S, D><<<grid, kBlock, 0, s>>>(sd, ps, dd, pd, n);
+  MINIDL_LAUNCH_CHECK();
+}
+
 template <class S>
 bool cast_from(const Tensor& src, Tensor& dst) {
   StridedDesc sd, dd;
@@ -94,17 +126,13 @@ bool cast_from(const Tensor& src, Tensor& dst) {
   const int64_t n = dst.numel();
   if (n == 0) return true;
   cudaStream_t s = cuda::launch_stream(dst);
-  const unsigned int grid = cuda::grid_for(n, kBlock);
   const S* ps = static_cast<const S*>(src.raw_data());
   const bool flat = src.is_contiguous() && dst.is_contiguous();
-  return MINIDL_ALL_TYPES(dst.dtype(), {
-    T* pd = dst.data<T>();
-    if (flat)
-      cast_contiguous_kernel<S, T><<<grid, kBlock, 0, s>>>(ps, pd, n);
-    else
-      cast_strided_kernel<S, T><<<grid, kBlock, 0, s>>>(sd, ps, dd, pd, n);
-    MINIDL_LAUNCH_CHECK();
-  });
+  if (dst.dtype() == DType::bfloat16) {
+    launch_cast(flat, sd, ps, dd, static_cast<__nv_bfloat16*>(dst.raw_data()), n, s);
+    return true;
+  }
+  return MINIDL_ALL_TYPES(dst.dtype(), { launch_cast(flat, sd, ps, dd, dst.data<T>(), n, s); });
 }
 
 bool cast_strided(const Tensor& src, Tensor& dst) {
@@ -113,6 +141,7 @@ bool cast_strided(const Tensor& src, Tensor& dst) {
     case DType::float64: return cast_from<double>(src, dst);
     case DType::int32: return cast_from<int32_t>(src, dst);
     case DType::int64: return cast_from<int64_t>(src, dst);
+    case DType::bfloat16: return cast_from<__nv_bfloat16>(src, dst);
   }
   return false;
 }
@@ -124,6 +153,16 @@ bool fill_strided(Tensor& dst, double value) {
   if (n == 0) return true;
   cudaStream_t s = cuda::launch_stream(dst);
   const unsigned int grid = cuda::grid_for(n, kBlock);
+  if (dst.dtype() == DType::bfloat16) {  // the value's 16 bits, rounded on the host (core/bfloat16.h)
+    const uint16_t bits = double_to_bfloat16(value).bits;
+    uint16_t* p = static_cast<uint16_t*>(dst.raw_data());
+    if (dst.is_contiguous())
+      fill_contiguous_kernel<uint16_t><<<grid, kBlock, 0, s>>>(p, bits, n);
+    else
+      fill_strided_kernel<uint16_t><<<grid, kBlock, 0, s>>>(dd, p, bits, n);
+    MINIDL_LAUNCH_CHECK();
+    return true;
+  }
   return MINIDL_ALL_TYPES(dst.dtype(), {
     const T v = static_cast<T>(value);
     T zero_bits;
@@ -163,6 +202,7 @@ __global__ void pack_kernel(PackList list, U* flat) {
 }
 
 bool pack_multi_tensor(const std::vector<Tensor>& srcs, const std::vector<int64_t>& offsets, Tensor& flat) {
+  if (dtype_size(flat.dtype()) != 4 && dtype_size(flat.dtype()) != 8) return false;  // 4- and 8-byte words only
   cudaStream_t s = cuda::launch_stream(flat);
   const bool four_bytes = dtype_size(flat.dtype()) == 4;
   for (size_t first = 0; first < srcs.size(); first += kPackPerLaunch) {

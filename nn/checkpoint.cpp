@@ -49,6 +49,7 @@ uint8_t dtype_code(DType t) {
     case DType::float64: return 1;
     case DType::int32: return 2;
     case DType::int64: return 3;
+    case DType::bfloat16: break;  // not a checkpoint dtype: parameters and state are float32/float64
   }
   return 255;
 }
@@ -109,6 +110,8 @@ std::vector<uint8_t> serialize(const std::string& path, const Checkpoint& ck) {
     MINIDL_CHECK(tensor.defined(), "checkpoint: '", path, "': tensor '", name, "' is undefined");
     MINIDL_CHECK(name.size() <= kMaxNameBytes && tensor.dim() <= kMaxDims, "checkpoint: '", path, "': tensor '",
                  name.substr(0, 64), "' has too long a name or too many dims");
+    MINIDL_CHECK(dtype_code(tensor.dtype()) != 255, "checkpoint: '", path, "': tensor '", name, "' is ",
+                 dtype_name(tensor.dtype()), ", which checkpoints do not store (float32, float64, int32, int64)");
     const Tensor host = tensor.detach().to(Device::cpu()).contiguous();
     w.str(name);
     w.u8(dtype_code(host.dtype()));
