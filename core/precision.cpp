@@ -34,9 +34,19 @@ void set_float32_precision(Precision p) { g_precision.store(static_cast<int>(p),
 Precision parse_precision(const std::string& name) {
   if (name == "fp32") return Precision::fp32;
   if (name == "tf32") return Precision::tf32;
-  throw Error(str_cat("precision '", name, "': expected fp32 (strict float32) or tf32 (TF32 tensor cores)"));
+  if (name == "bf16") return Precision::bf16;
+  throw Error(str_cat("precision '", name,
+                      "': expected fp32 (strict float32), tf32 (TF32 tensor cores) or bf16 (BF16 tensor cores, "
+                      "float32 everywhere else)"));
 }
 
-const char* precision_name(Precision p) { return p == Precision::tf32 ? "tf32" : "fp32"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+  }
+  return "?";
+}
 
 }  // namespace minidl

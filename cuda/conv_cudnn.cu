@@ -24,12 +24,24 @@
 // unless MINIDL_TF32=1 we set CUDNN_FMA_MATH and keep only algorithms reporting FMA math: exact
 // float32, like the CPU. With MINIDL_TF32=1, CUDNN_DEFAULT_MATH and whatever cuDNN finds fastest.
 // Each execution sets the math type the chosen algorithm was timed with (cuDNN needs the pair).
+// BF16 (--precision bf16, core/precision.h): a stage has two paths, and the faster serves
+// (cuda/bf16_choice.h: timed once per shape and stage).
+//   bf16: the two float32 inputs are cast to bfloat16 (NCHW), cuDNN runs on bfloat16 tensors with float32
+//         arithmetic (CUDNN_DATA_FLOAT in the convolution descriptor: bfloat16 products summed in
+//         float32, tensor cores allowed), and its bfloat16 output is cast back into the float32 one.
+//         cuDNN's classic API has no bfloat16-in, float32-out convolution, so each output, the weight
+//         gradient included, is rounded to bfloat16 once (as with PyTorch's autocast) before it is widened.
+//   tf32: the float32 call with TF32 tensor cores allowed (more mantissa bits than bfloat16).
+// On the H200 the bf16 path lost on 14 of the captcha model's 15 stages (docs/results/README.md). Handing
+// cuDNN NHWC bfloat16 tensors instead (a transposing cast) was tried and was slower still, up to 57 ms for
+// a backward-data stage: the classic API's NHWC BF16 algorithms are not its fast ones here.
 //
 // Declines (returns false, so the next kernel runs): dtypes other than float32, empty tensors, sizes
 // beyond int, and the case where no algorithm is usable.
 #ifdef MINIDL_WITH_CUDNN
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <mutex>
@@ -39,6 +51,7 @@
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
 #include "cuda/dense_common.h"
+#include "cuda/bf16_choice.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {
@@ -69,6 +82,8 @@ struct AlgoChoice {
   size_t workspace_bytes;  // the workspace it asked for
 };
 
+cudnnDataType_t type_of(bool bf16) { return bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT; }
+
 // One convolution call of any stage: the descriptors and the three buffers. For backward stages,
 // `x` is grad_x (backward_input) and `w` is grad_w (backward_weight); `y` is y or grad_y.
 struct ConvCall {
@@ -82,14 +97,15 @@ struct ConvCall {
   void* w;
   void* y;
 
-  ConvCall(Stage s, int dev, const Shape& xs, const Shape& ws, const Shape& ys, const Conv2dParams& p, void* x_,
-           void* w_, void* y_)
+  // The buffers hold float32, or with `bf16` bfloat16.
+  ConvCall(Stage s, int dev, bool bf16, const Shape& xs, const Shape& ws, const Shape& ys, const Conv2dParams& p,
+           void* x_, void* w_, void* y_)
       : stage(s),
         device(dev),
         handle(cuda::cudnn_handle(dev)),
-        x_desc(int(xs[0]), int(xs[1]), int(xs[2]), int(xs[3])),
-        y_desc(int(ys[0]), int(ys[1]), int(ys[2]), int(ys[3])),
-        w_desc(int(ws[0]), int(ws[1]), int(ws[2]), int(ws[3])),
+        x_desc(int(xs[0]), int(xs[1]), int(xs[2]), int(xs[3]), type_of(bf16)),
+        y_desc(int(ys[0]), int(ys[1]), int(ys[2]), int(ys[3]), type_of(bf16)),
+        w_desc(int(ws[0]), int(ws[1]), int(ws[2]), int(ws[3]), type_of(bf16)),
         conv_desc(p.pad_h, p.pad_w, p.stride_h, p.stride_w),
         x(x_),
         w(w_),
@@ -127,6 +143,11 @@ bool workspace_size(const ConvCall& c, int algo, size_t& bytes) {
   return st == CUDNN_STATUS_SUCCESS;
 }
 
+// Strict float32 (--precision fp32): FMA math only. Under tf32 and bf16 (for float32 and bfloat16
+// tensors alike): cuDNN's default math, tensor cores allowed.
+bool fma_only() { return float32_precision() == Precision::fp32; }
+cudnnMathType_t search_math() { return fma_only() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH; }
+
 // Keeps the usable results of a search, in cuDNN's order (fastest first). Deterministic mode keeps only
 // the algorithms cuDNN reports as deterministic.
 template <class Perf>
@@ -134,7 +155,7 @@ std::vector<AlgoChoice> usable(const Perf* perf, int count, size_t workspace_lim
   std::vector<AlgoChoice> out;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > workspace_limit) continue;
-    if (!cuda::tf32_enabled() && perf[i].mathType != CUDNN_FMA_MATH) continue;  // could use TF32
+    if (fma_only() && perf[i].mathType != CUDNN_FMA_MATH) continue;  // could use TF32
     if (deterministic_algorithms() && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
     out.push_back({static_cast<int>(perf[i].algo), perf[i].mathType, perf[i].memory});
   }
@@ -143,8 +164,7 @@ std::vector<AlgoChoice> usable(const Perf* perf, int count, size_t workspace_lim
 
 // Times every algorithm of the call's stage (cudnnFind*AlgorithmEx) and returns the usable ones.
 std::vector<AlgoChoice> search(ConvCall& c) {
-  MINIDL_CUDNN_CHECK(
-      cudnnSetConvolutionMathType(c.conv_desc.get(), cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv_desc.get(), search_math()));
   // The search workspace: the most any supported algorithm asks for, within the limit.
   size_t limit = 0;
   for (int a = 0; a < algo_count(c.stage); ++a) {
@@ -190,8 +210,7 @@ std::vector<AlgoChoice> search(ConvCall& c) {
 // Deterministic mode: cuDNN's heuristic ranking (cudnnGet*Algorithm_v7), which times nothing, so every
 // run of the same shapes on the same GPU and cuDNN gets the same list. Workspaces up to kWorkspaceLimit.
 std::vector<AlgoChoice> heuristic(ConvCall& c) {
-  MINIDL_CUDNN_CHECK(
-      cudnnSetConvolutionMathType(c.conv_desc.get(), cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv_desc.get(), search_math()));
   const int requested = algo_count(c.stage);
   int returned = 0;
   switch (c.stage) {
@@ -241,33 +260,37 @@ cudnnStatus_t execute(ConvCall& c, const AlgoChoice& choice, void* ws) {
   return CUDNN_STATUS_BAD_PARAM;
 }
 
-// The algorithm cache: (device, stage, x shape, w shape, stride, padding, deterministic mode) -> usable
-// algorithms, the one that last ran first.
-using CacheKey = std::array<int64_t, 15>;
+// The algorithm cache: (device, stage, x shape, w shape, stride, padding, deterministic mode, precision,
+// dtype) -> usable algorithms, the one that last ran first.
+using CacheKey = std::array<int64_t, 17>;
 std::mutex g_cache_mutex;
 std::map<CacheKey, std::vector<AlgoChoice>> g_cache;
 
-CacheKey cache_key(const ConvCall& c, const Shape& xs, const Shape& ws, const Conv2dParams& p) {
+CacheKey cache_key(const ConvCall& c, const Shape& xs, const Shape& ws, const Conv2dParams& p, bool bf16) {
   return {c.device, static_cast<int64_t>(c.stage), xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3],
-          p.stride_h, p.stride_w, p.pad_h, p.pad_w, deterministic_algorithms() ? 1 : 0};
+          p.stride_h, p.stride_w, p.pad_h, p.pad_w, deterministic_algorithms() ? 1 : 0,
+          static_cast<int64_t>(float32_precision()), bf16 ? 1 : 0};
 }
 
+// Every tensor float32, contiguous, non-empty, with sizes that fit an int.
 bool all_float32_on_int_sizes(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
-    if (t->dtype() != DType::float32 || t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
+    if (t->dtype() != DType::float32 || !t->is_contiguous() || t->numel() == 0 || !cuda::fits_int(t->numel()))
+      return false;
     for (int64_t d : t->shape())
       if (!cuda::fits_int(d)) return false;
   }
   return true;
 }
 
-// The common path of the three stages: find (or recall) the algorithms, run the first that works.
+// The common path of the three stages: find (or recall) the algorithms, run the first that works. The
+// float32 tensors x_like, w_like and y_like give the shapes and the device; x, w and y point to their
+// data, or with `bf16` to bfloat16 copies.
 bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Tensor& y_like, const Conv2dParams& p,
-              void* x, void* w, void* y) {
-  if (!all_float32_on_int_sizes({&x_like, &w_like, &y_like})) return false;
+              bool bf16, void* x, void* w, void* y) {
   const int device = y_like.device().index;
   cuda::set_device(device);
-  ConvCall call(stage, device, x_like.shape(), w_like.shape(), y_like.shape(), p, x, w, y);
+  ConvCall call(stage, device, bf16, x_like.shape(), w_like.shape(), y_like.shape(), p, x, w, y);
 
   // cuDNN must agree with the front end on the output size (it always should; decline if not).
   int n = 0, c = 0, h = 0, wd = 0;
@@ -276,7 +299,7 @@ bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Ten
   if (Shape{n, c, h, wd} != y_like.shape()) return false;
 
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  const CacheKey key = cache_key(call, x_like.shape(), w_like.shape(), p);
+  const CacheKey key = cache_key(call, x_like.shape(), w_like.shape(), p, bf16);
   auto it = g_cache.find(key);
   if (it == g_cache.end())
     it = g_cache.emplace(key, deterministic_algorithms() ? heuristic(call) : search(call)).first;
@@ -304,23 +327,87 @@ bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Ten
   return false;  // no algorithm works for this call: let the next kernel take it
 }
 
+// --precision bf16: the faster of the stage's bf16 path (on bfloat16 copies, the output cast back) and its
+// tf32 path (run_conv on the float32 tensors: TF32 math is allowed under bf16), chosen per shape and stage.
+Tensor bf16_copy(const Tensor& t) { return t.to(DType::bfloat16); }
+Tensor bf16_empty_like(const Tensor& t) { return empty(t.shape(), TensorOptions(DType::bfloat16, t.device())); }
+
+// The choice's key and name: the stage, the shapes of x (or grad_x) and w (or grad_w), stride, padding.
+cuda::ChoiceKey choice_key(Stage stage, const Tensor& x_like, const Tensor& w_like, const Conv2dParams& p) {
+  const Shape& xs = x_like.shape();
+  const Shape& ws = w_like.shape();
+  return {static_cast<int64_t>(stage), xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3], p.stride_h,
+          p.stride_w, p.pad_h, p.pad_w};
+}
+std::function<std::string()> call_name(Stage stage, const Tensor& x_like, const Tensor& w_like,
+                                       const Conv2dParams& p) {
+  return [=] {
+    return str_cat(stage_name(stage), " x ", shape_str(x_like.shape()), " w ", shape_str(w_like.shape()),
+                   " stride ", p.stride_h, "x", p.stride_w, " pad ", p.pad_h, "x", p.pad_w);
+  };
+}
+
 bool conv2d_cudnn(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
-  return run_conv(Stage::forward, x, w, y, p, x.raw_data(), w.raw_data(), y.raw_data());
+  if (!all_float32_on_int_sizes({&x, &w, &y})) return false;
+  auto tf32 = [&] { return run_conv(Stage::forward, x, w, y, p, false, x.raw_data(), w.raw_data(), y.raw_data()); };
+  if (!cuda::bf16_enabled()) return tf32();  // strict FP32, or TF32 under --precision tf32
+  auto bf16 = [&] {
+    const Tensor x16 = bf16_copy(x), w16 = bf16_copy(w);
+    Tensor y16 = bf16_empty_like(y);
+    if (!run_conv(Stage::forward, x, w, y, p, true, x16.raw_data(), w16.raw_data(), y16.raw_data())) return false;
+    copy_(y, y16);  // widened to float32, exactly
+    return true;
+  };
+  return cuda::run_faster_of(choice_key(Stage::forward, x, w, p), y.device().index, call_name(Stage::forward, x, w, p),
+                             bf16, tf32);
 }
 
 bool conv2d_backward_input_cudnn(const Tensor& grad_y, const Tensor& w, Tensor& grad_x, const Conv2dParams& p) {
-  return run_conv(Stage::backward_input, grad_x, w, grad_y, p, grad_x.raw_data(), w.raw_data(), grad_y.raw_data());
+  if (!all_float32_on_int_sizes({&grad_y, &w, &grad_x})) return false;
+  auto tf32 = [&] {
+    return run_conv(Stage::backward_input, grad_x, w, grad_y, p, false, grad_x.raw_data(), w.raw_data(),
+                    grad_y.raw_data());
+  };
+  if (!cuda::bf16_enabled()) return tf32();
+  auto bf16 = [&] {
+    const Tensor gy16 = bf16_copy(grad_y), w16 = bf16_copy(w);
+    Tensor gx16 = bf16_empty_like(grad_x);
+    if (!run_conv(Stage::backward_input, grad_x, w, grad_y, p, true, gx16.raw_data(), w16.raw_data(),
+                  gy16.raw_data()))
+      return false;
+    copy_(grad_x, gx16);
+    return true;
+  };
+  return cuda::run_faster_of(choice_key(Stage::backward_input, grad_x, w, p), grad_x.device().index,
+                             call_name(Stage::backward_input, grad_x, w, p), bf16, tf32);
 }
 
 bool conv2d_backward_weight_cudnn(const Tensor& x, const Tensor& grad_y, Tensor& grad_w, const Conv2dParams& p) {
-  return run_conv(Stage::backward_weight, x, grad_w, grad_y, p, x.raw_data(), grad_w.raw_data(), grad_y.raw_data());
+  if (!all_float32_on_int_sizes({&x, &grad_y, &grad_w})) return false;
+  auto tf32 = [&] {
+    return run_conv(Stage::backward_weight, x, grad_w, grad_y, p, false, x.raw_data(), grad_w.raw_data(),
+                    grad_y.raw_data());
+  };
+  if (!cuda::bf16_enabled()) return tf32();
+  auto bf16 = [&] {
+    const Tensor x16 = bf16_copy(x), gy16 = bf16_copy(grad_y);
+    Tensor gw16 = bf16_empty_like(grad_w);
+    if (!run_conv(Stage::backward_weight, x, grad_w, grad_y, p, true, x16.raw_data(), gw16.raw_data(),
+                  gy16.raw_data()))
+      return false;
+    copy_(grad_w, gw16);
+    return true;
+  };
+  return cuda::run_faster_of(choice_key(Stage::backward_weight, x, grad_w, p), x.device().index,
+                             call_name(Stage::backward_weight, x, grad_w, p), bf16, tf32);
 }
 
 }  // namespace
 
 void register_conv_cudnn_cuda() {
   const char* precision =
-      "exact FP32 (FMA math) unless MINIDL_TF32=1; --deterministic: heuristic choice, deterministic algorithms";
+      "exact FP32 (FMA math) unless --precision tf32 (or MINIDL_TF32=1); BF16 tensors under --precision bf16; "
+      "--deterministic: heuristic choice, deterministic algorithms";
   register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "cudnn", 20,
                                 str_cat("cudnnConvolutionForward, fastest algorithm found once per shape; ", precision),
                                 conv2d_cudnn);

@@ -20,6 +20,14 @@ namespace cuda {
 // float32 rounding.
 inline bool tf32_enabled() { return float32_precision() == Precision::tf32; }
 
+// BF16 precision (`--precision bf16`): cuBLAS's matmul (cuda/matmul.cu) and cuDNN's convolutions and RNN
+// (cuda/conv_cudnn.cu, cuda/rnn_cudnn.cu) cast their float32 operands to bfloat16, multiply on BF16 tensor
+// cores with float32 accumulation and write float32 results; the matmul and the convolutions run a shape
+// in TF32 instead where that is faster (cuda/bf16_choice.h). Every other kernel computes in float32 as
+// before: our GEMM and convolution ladders have no BF16 path, and serve in strict float32 when chosen
+// (by_shape keeps MNIST's 9-term first convolution on implicit_gemm, in float32).
+inline bool bf16_enabled() { return float32_precision() == Precision::bf16; }
+
 // True when v can be passed where an API takes an int (cuBLAS, cuDNN and grid sizes).
 inline bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
@@ -38,13 +46,13 @@ inline Tensor scratch_bytes(size_t bytes, int device) {
 namespace minidl {
 namespace cuda {
 
-// A cuDNN NCHW float32 tensor descriptor (or, default-constructed, an unset one to be filled by
-// cudnnDeriveBNTensorDescriptor).
+// A cuDNN NCHW tensor descriptor, float32 unless told (or, default-constructed, an unset one to be filled
+// by cudnnDeriveBNTensorDescriptor).
 class CudnnTensorDesc {
  public:
   CudnnTensorDesc() { MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&desc_)); }
-  CudnnTensorDesc(int n, int c, int h, int w) : CudnnTensorDesc() {
-    MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, h, w));
+  CudnnTensorDesc(int n, int c, int h, int w, cudnnDataType_t type = CUDNN_DATA_FLOAT) : CudnnTensorDesc() {
+    MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc_, CUDNN_TENSOR_NCHW, type, n, c, h, w));
   }
   ~CudnnTensorDesc() { cudnnDestroyTensorDescriptor(desc_); }
   CudnnTensorDesc(const CudnnTensorDesc&) = delete;
@@ -55,11 +63,11 @@ class CudnnTensorDesc {
   cudnnTensorDescriptor_t desc_ = nullptr;
 };
 
-// A cuDNN filter descriptor for float32 weights [O, C, KH, KW].
+// A cuDNN filter descriptor for weights [O, C, KH, KW], float32 unless told.
 class CudnnFilterDesc {
  public:
-  CudnnFilterDesc(int o, int c, int kh, int kw) : CudnnFilterDesc() {
-    MINIDL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, o, c, kh, kw));
+  CudnnFilterDesc(int o, int c, int kh, int kw, cudnnDataType_t type = CUDNN_DATA_FLOAT) : CudnnFilterDesc() {
+    MINIDL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(desc_, type, CUDNN_TENSOR_NCHW, o, c, kh, kw));
   }
   ~CudnnFilterDesc() { cudnnDestroyFilterDescriptor(desc_); }
   CudnnFilterDesc(const CudnnFilterDesc&) = delete;
@@ -71,7 +79,8 @@ class CudnnFilterDesc {
   cudnnFilterDescriptor_t desc_ = nullptr;
 };
 
-// A 2-D cross-correlation (what deep learning calls convolution), float32 arithmetic, no dilation.
+// A 2-D cross-correlation (what deep learning calls convolution), float32 arithmetic (also for bfloat16
+// tensors: products of bfloat16 values summed in float32), no dilation.
 class CudnnConvDesc {
  public:
   CudnnConvDesc(int pad_h, int pad_w, int stride_h, int stride_w) : CudnnConvDesc() {

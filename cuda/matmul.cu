@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "core/dispatch.h"
+#include "cuda/bf16_choice.h"
 #include "cuda/cuda_common.h"
 #include "cuda/dense_common.h"
 #include "cuda/gemm_tiled.cuh"
@@ -197,8 +198,35 @@ bool matmul_v3_register_blocked(const Tensor& a, const Tensor& b, Tensor& out, b
 // cuBLAS is column-major. A row-major [R, C] matrix is the column-major [C, R] matrix (its transpose)
 // with the same leading dimension, so we ask cuBLAS for out^T = op(b)^T op(a)^T: "A" is our b and "B"
 // is our a, dimensions (N, M, K), and each operand keeps its own transpose flag and row length.
-// TF32: CUBLAS_DEFAULT_MATH keeps float32 exact; MINIDL_TF32=1 selects CUBLAS_TF32_TENSOR_OP_MATH.
+// TF32: CUBLAS_DEFAULT_MATH keeps float32 exact; --precision tf32 (MINIDL_TF32=1) selects
+// CUBLAS_TF32_TENSOR_OP_MATH.
 // The mode is set on the shared handle before every call, so other users of the handle see it too.
+// BF16 (--precision bf16, float32 operands only): two paths, and the faster serves each shape
+// (cuda/bf16_choice.h: timed once per shape). The bf16 path casts both operands to bfloat16 (two cast
+// kernels, contiguous copies of the same [batch, rows, cols] layout) and cublasGemmStridedBatchedEx
+// multiplies them on BF16 tensor cores, summing in float32 (CUBLAS_COMPUTE_32F) and writing float32 out:
+//   out = op(bf16(a)) op(bf16(b)),  every product exact in float32, the sums rounded as float32.
+// The tf32 path is the float32 call with TF32 math. The casts are the price of keeping float32 tensors
+// everywhere else (core/precision.h); they cost more than BF16 saves on small products (the captcha
+// classifier's [1536, 512] x [512, 37]), and less on large ones (4096^3: 488 against 347 TFLOP/s).
+bool matmul_cublas_bf16(const Tensor& a, const Tensor& b, Tensor& out, const MatmulDims& d, bool trans_a,
+                        bool trans_b) {
+  const int device = out.device().index;
+  const Tensor a16 = a.to(DType::bfloat16), b16 = b.to(DType::bfloat16);
+  cublasHandle_t h = cuda::cublas_handle(device);
+  MINIDL_CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+  const float one = 1.0f, zero = 0.0f;
+  MINIDL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      h, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(d.N),
+      static_cast<int>(d.M), static_cast<int>(d.K), &one, b16.raw_data(), CUDA_R_16BF, static_cast<int>(d.ldb),
+      d.K * d.N, a16.raw_data(), CUDA_R_16BF, static_cast<int>(d.lda), d.M * d.K, &zero, out.raw_data(), CUDA_R_32F,
+      static_cast<int>(d.N), d.M * d.N, static_cast<int>(d.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  return true;
+}
+
+bool matmul_cublas_float(const Tensor& a, const Tensor& b, Tensor& out, const MatmulDims& d, bool trans_a,
+                         bool trans_b, cublasMath_t math);
+
 bool matmul_cublas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b) {
   if (!is_floating(out.dtype())) return false;
   const int device = out.device().index;
@@ -210,8 +238,22 @@ bool matmul_cublas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, 
     MINIDL_CUDA_CHECK(cudaMemsetAsync(out.raw_data(), 0, out.numel() * dtype_size(out.dtype()), cuda::stream(device)));
     return true;
   }
+  if (out.dtype() == DType::float32 && cuda::bf16_enabled())
+    return cuda::run_faster_of(
+        {3, d.batch, d.M, d.N, d.K, trans_a, trans_b}, device,  // 3: not a conv2d stage (0, 1, 2)
+        [=] { return str_cat("matmul ", d.batch, "x", d.M, "x", d.N, "x", d.K, trans_a ? ",ta" : "", trans_b ? ",tb" : ""); },
+        [&] { return matmul_cublas_bf16(a, b, out, d, trans_a, trans_b); },
+        [&] { return matmul_cublas_float(a, b, out, d, trans_a, trans_b, CUBLAS_TF32_TENSOR_OP_MATH); });
+  return matmul_cublas_float(a, b, out, d, trans_a, trans_b,
+                             cuda::tf32_enabled() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+}
+
+// The float32/float64 call, with cuBLAS math mode `math` (TF32 tensor cores or exact float32).
+bool matmul_cublas_float(const Tensor& a, const Tensor& b, Tensor& out, const MatmulDims& d, bool trans_a,
+                         bool trans_b, cublasMath_t math) {
+  const int device = out.device().index;
   cublasHandle_t h = cuda::cublas_handle(device);
-  MINIDL_CUBLAS_CHECK(cublasSetMathMode(h, cuda::tf32_enabled() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  MINIDL_CUBLAS_CHECK(cublasSetMathMode(h, math));
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int n = static_cast<int>(d.N), m = static_cast<int>(d.M), k = static_cast<int>(d.K);
@@ -242,7 +284,8 @@ void register_matmul_cuda() {
                                 "128x128/64x64 block tiles, 8x8 outputs per thread in registers, float4 loads (f32)",
                                 matmul_v3_register_blocked);
   register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "cublas", 30,
-                                "cuBLAS S/DgemmStridedBatched; exact FP32 by default, TF32 tensor cores if MINIDL_TF32=1",
+                                "cuBLAS S/DgemmStridedBatched; exact FP32 by default, TF32 tensor cores under --precision tf32 "
+                                "(or MINIDL_TF32=1), BF16 tensor cores (GemmEx, operands cast) under --precision bf16",
                                 matmul_cublas);
 }
 

@@ -35,9 +35,17 @@
 //
 // Precision: CUDNN_FMA_MATH (exact float32, like the CPU) unless MINIDL_TF32=1, then CUDNN_DEFAULT_MATH
 // (TF32 tensor cores allowed), as in cuda/conv_cudnn.cu.
+// BF16 (--precision bf16, core/precision.h): the plan is built for bfloat16 data (CUDNN_DATA_BFLOAT16
+// for x, y, the states and the weight space; float32 math, tensor cores), which cuDNN supports from
+// version 9.13. x and the parameters are cast to bfloat16 on the way in (the weight space is packed from
+// bfloat16 copies of the parameters), y, grad_x and the weight gradients are widened back to float32 on
+// the way out; the backward casts y (exactly: it is a widened bfloat16) and grad_y. If cuDNN refuses
+// to build a bfloat16 plan (an older cuDNN), a warning is printed once and the RNN runs in float32.
 #ifdef MINIDL_WITH_CUDNN
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,6 +77,8 @@ int gates_of(cudnnRNNMode_t mode) { return mode == CUDNN_LSTM ? 4 : 3; }
 struct RnnPlan {
   int device = 0;
   cudnnRNNMode_t mode = CUDNN_GRU;
+  bool bf16 = false;           // bfloat16 data (element size 2), else float32 (4)
+  size_t element_bytes = 4;
   int T = 0, N = 0, I = 0, H = 0, L = 0, dirs = 1;
   cudnnDropoutDescriptor_t dropout = nullptr;
   cudnnRNNDescriptor_t rnn = nullptr;
@@ -91,37 +101,42 @@ struct RnnPlan {
   }
 };
 
-using PlanKey = std::array<int, 8>;  // device, mode, T, N, I, H, layers, dirs
+using PlanKey = std::array<int, 10>;  // device, mode, T, N, I, H, layers, dirs, bf16, precision
 
 std::unique_ptr<RnnPlan> build_plan(const PlanKey& key, cudnnHandle_t handle) {
   auto p = std::make_unique<RnnPlan>();
   p->device = key[0], p->mode = static_cast<cudnnRNNMode_t>(key[1]);
   p->T = key[2], p->N = key[3], p->I = key[4], p->H = key[5], p->L = key[6], p->dirs = key[7];
+  p->bf16 = key[8] != 0;
+  p->element_bytes = p->bf16 ? 2 : 4;
+  const cudnnDataType_t type = p->bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   // No dropout between layers: a dropout descriptor with probability 0 and no state.
   MINIDL_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&p->dropout));
   MINIDL_CUDNN_CHECK(cudnnSetDropoutDescriptor(p->dropout, handle, 0.0f, nullptr, 0, 0));
   MINIDL_CUDNN_CHECK(cudnnCreateRNNDescriptor(&p->rnn));
-  const cudnnMathType_t math = cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  const cudnnMathType_t math =
+      p->bf16 ? CUDNN_TENSOR_OP_MATH : (cuda::tf32_enabled() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH);
   MINIDL_CUDNN_CHECK(cudnnSetRNNDescriptor_v8(p->rnn, CUDNN_RNN_ALGO_STANDARD, p->mode, CUDNN_RNN_DOUBLE_BIAS,
                                               p->dirs == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
-                                              CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, math, p->I, p->H,
+                                              CUDNN_LINEAR_INPUT, type, CUDNN_DATA_FLOAT, math, p->I, p->H,
                                               /*projSize=*/p->H, p->L, p->dropout, CUDNN_RNN_PADDED_IO_ENABLED));
 
-  // Every sequence has length T (host array: cuDNN copies it into the descriptor).
+  // Every sequence has length T (host array: cuDNN copies it into the descriptor). The padding value is
+  // read as the data type: all-zero bits are 0 in float32 and in bfloat16.
   const std::vector<int> lengths(p->N, p->T);
   float padding_fill = 0.0f;
   MINIDL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&p->x_desc));
-  MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->x_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+  MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->x_desc, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
                                                p->T, p->N, p->I, lengths.data(), &padding_fill));
   MINIDL_CUDNN_CHECK(cudnnCreateRNNDataDescriptor(&p->y_desc));
-  MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->y_desc, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
+  MINIDL_CUDNN_CHECK(cudnnSetRNNDataDescriptor(p->y_desc, type, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED,
                                                p->T, p->N, p->H * p->dirs, lengths.data(), &padding_fill));
   // Initial/final hidden (and LSTM cell) states [layers * dirs, N, H] (we pass none: zero initial
   // states, the final ones are not kept).
   MINIDL_CUDNN_CHECK(cudnnCreateTensorDescriptor(&p->h_desc));
   const int h_dims[3] = {p->L * p->dirs, p->N, p->H};
   const int h_strides[3] = {p->N * p->H, p->H, 1};
-  MINIDL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(p->h_desc, CUDNN_DATA_FLOAT, 3, h_dims, h_strides));
+  MINIDL_CUDNN_CHECK(cudnnSetTensorNdDescriptor(p->h_desc, type, 3, h_dims, h_strides));
 
   MINIDL_CUDNN_CHECK(cudnnGetRNNWeightSpaceSize(handle, p->rnn, &p->weight_bytes));
   MINIDL_CUDNN_CHECK(cudnnGetRNNTempSpaceSizes(handle, p->rnn, CUDNN_FWD_MODE_TRAINING, p->x_desc,
@@ -198,30 +213,58 @@ std::map<PlanKey, std::unique_ptr<RnnPlan>>& plans() {
   return *cache;
 }
 
-RnnPlan& plan_for(const PlanKey& key, cudnnHandle_t handle) {
+// Set when cuDNN refused a bfloat16 plan: from then on the RNN runs in float32 under --precision bf16.
+std::atomic<bool> g_bf16_refused{false};
+
+RnnPlan& plan_for(PlanKey key, cudnnHandle_t handle) {
   auto it = plans().find(key);
-  if (it == plans().end()) it = plans().emplace(key, build_plan(key, handle)).first;
-  return *it->second;
+  if (it != plans().end()) return *it->second;
+  if (key[8] != 0) {
+    try {
+      return *plans().emplace(key, build_plan(key, handle)).first->second;
+    } catch (const Error& e) {
+      g_bf16_refused = true;
+      std::fprintf(stderr, "minidl: warning: this cuDNN (%d) has no bfloat16 RNN (%s); under --precision bf16 the "
+                   "GRU and LSTM run in float32\n", static_cast<int>(cudnnGetVersion()), e.what());
+      key[8] = 0;
+      it = plans().find(key);
+      if (it != plans().end()) return *it->second;
+    }
+  }
+  return *plans().emplace(key, build_plan(key, handle)).first->second;
 }
 
-// The weight space holding our parameters in cuDNN's layout.
+// The tensors in the plan's data type: t itself (float32), or a bfloat16 copy.
+Tensor in_plan_type(const RnnPlan& p, const Tensor& t) { return p.bf16 ? t.to(DType::bfloat16) : t; }
+Tensor empty_in_plan_type(const RnnPlan& p, const Tensor& like) {
+  return p.bf16 ? empty(like.shape(), TensorOptions(DType::bfloat16, like.device())) : like;
+}
+
+// The weight space holding our parameters in cuDNN's layout (and data type).
 Tensor pack_weights(RnnPlan& p, cudnnHandle_t handle, const std::vector<Tensor>& params, cudaStream_t s) {
   Tensor space = cuda::scratch_bytes(p.weight_bytes, p.device);
   char* base = static_cast<char*>(space.raw_data());
   // Zero first: whatever cuDNN keeps between the pieces (alignment padding) holds no stale values.
   MINIDL_CUDA_CHECK(cudaMemsetAsync(base, 0, p.weight_bytes, s));
   if (p.pieces.empty()) locate_pieces(p, handle, base);
+  std::vector<Tensor> typed;
+  for (const Tensor& t : params) typed.push_back(in_plan_type(p, t));
   for (const Piece& c : p.pieces)
-    MINIDL_CUDA_CHECK(cudaMemcpyAsync(base + c.dst_offset, params[c.param].data<float>() + c.src_offset,
-                                      c.numel * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(base + c.dst_offset,
+                                      static_cast<const char*>(typed[c.param].raw_data()) + c.src_offset * p.element_bytes,
+                                      c.numel * p.element_bytes, cudaMemcpyDeviceToDevice, s));
   return space;
 }
 
 void unpack_gradients(const RnnPlan& p, const Tensor& space, std::vector<Tensor>& grads, cudaStream_t s) {
   const char* base = static_cast<const char*>(space.raw_data());
+  std::vector<Tensor> typed;
+  for (const Tensor& g : grads) typed.push_back(empty_in_plan_type(p, g));
   for (const Piece& c : p.pieces)
-    MINIDL_CUDA_CHECK(cudaMemcpyAsync(grads[c.param].data<float>() + c.src_offset, base + c.dst_offset,
-                                      c.numel * sizeof(float), cudaMemcpyDeviceToDevice, s));
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(typed[c.param].raw_data()) + c.src_offset * p.element_bytes,
+                                      base + c.dst_offset, c.numel * p.element_bytes, cudaMemcpyDeviceToDevice, s));
+  if (p.bf16)
+    for (size_t k = 0; k < grads.size(); ++k) copy_(grads[k], typed[k]);  // widened to float32, exactly
 }
 
 // cuDNN wants the sequence lengths on the device too (read asynchronously by its kernels).
@@ -240,7 +283,9 @@ bool accepts(cudnnRNNMode_t mode, const Tensor& x, const std::vector<Tensor>& pa
   const int dirs = bidirectional ? 2 : 1;
   for (int64_t v : {T, N, I, H, T * N * I, T * N * H * dirs, gates_of(mode) * H * std::max(I, H * dirs)})
     if (!cuda::fits_int(v)) return false;
-  key = {x.device().index, static_cast<int>(mode), int(T), int(N), int(I), int(H), num_layers, dirs};
+  const bool bf16 = cuda::bf16_enabled() && !g_bf16_refused;
+  key = {x.device().index, static_cast<int>(mode), int(T), int(N), int(I), int(H), num_layers, dirs, bf16 ? 1 : 0,
+         static_cast<int>(float32_precision())};
   return true;
 }
 
@@ -258,15 +303,18 @@ bool sequence_cudnn(const Tensor& x, const std::vector<Tensor>& params, int num_
 
   const Tensor weights = pack_weights(p, handle, params, s);
   const Tensor lengths = device_lengths(p);
+  const Tensor x_in = in_plan_type(p, x);
+  Tensor y_out = empty_in_plan_type(p, y);
   const cudnnForwardMode_t mode = keep_reserve ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
   const size_t work_bytes = keep_reserve ? p.train_work_bytes : p.infer_work_bytes;
   const size_t reserve_bytes = keep_reserve ? p.train_reserve_bytes : p.infer_reserve_bytes;
   const Tensor work = cuda::scratch_bytes(work_bytes > 0 ? work_bytes : 1, device);
   Tensor kept = cuda::scratch_bytes(reserve_bytes > 0 ? reserve_bytes : 1, device);
-  MINIDL_CUDNN_CHECK(cudnnRNNForward(handle, p.rnn, mode, lengths.data<int32_t>(), p.x_desc, x.raw_data(), p.y_desc,
-                                     y.raw_data(), p.h_desc, /*hx=*/nullptr, /*hy=*/nullptr, p.h_desc, nullptr, nullptr,
+  MINIDL_CUDNN_CHECK(cudnnRNNForward(handle, p.rnn, mode, lengths.data<int32_t>(), p.x_desc, x_in.raw_data(), p.y_desc,
+                                     y_out.raw_data(), p.h_desc, /*hx=*/nullptr, /*hy=*/nullptr, p.h_desc, nullptr, nullptr,
                                      p.weight_bytes, weights.raw_data(), work_bytes, work.raw_data(), reserve_bytes,
                                      kept.raw_data()));
+  if (p.bf16) copy_(y, y_out);  // widened to float32, exactly
   if (keep_reserve) reserve = {kName, kept};
   return true;
 }
@@ -294,18 +342,22 @@ bool sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const std::v
   const Tensor lengths = device_lengths(p);
   const Tensor work = cuda::scratch_bytes(p.train_work_bytes > 0 ? p.train_work_bytes : 1, device);
   void* kept = reserve.data.raw_data();
+  // In the plan's type: y is the forward's bfloat16 output widened, so casting it back is exact.
+  const Tensor x_in = in_plan_type(p, x), y_in = in_plan_type(p, y), grad_y_in = in_plan_type(p, grad_y);
+  Tensor grad_x_out = empty_in_plan_type(p, grad_x);
   // Data first: it leaves in the reserve what the weight gradient then reads (cuDNN's required order).
-  MINIDL_CUDNN_CHECK(cudnnRNNBackwardData_v8(handle, p.rnn, lengths.data<int32_t>(), p.y_desc, y.raw_data(),
-                                             grad_y.raw_data(), p.x_desc, grad_x.raw_data(), p.h_desc,
+  MINIDL_CUDNN_CHECK(cudnnRNNBackwardData_v8(handle, p.rnn, lengths.data<int32_t>(), p.y_desc, y_in.raw_data(),
+                                             grad_y_in.raw_data(), p.x_desc, grad_x_out.raw_data(), p.h_desc,
                                              /*hx=*/nullptr, /*dhy=*/nullptr, /*dhx=*/nullptr, p.h_desc, nullptr,
                                              nullptr, nullptr, p.weight_bytes, weights.raw_data(), p.train_work_bytes,
                                              work.raw_data(), reserve_bytes, kept));
   const Tensor dweights = cuda::scratch_bytes(p.weight_bytes, device);
   MINIDL_CUDA_CHECK(cudaMemsetAsync(dweights.raw_data(), 0, p.weight_bytes, s));
   MINIDL_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(handle, p.rnn, CUDNN_WGRAD_MODE_ADD, lengths.data<int32_t>(), p.x_desc,
-                                                x.raw_data(), p.h_desc, /*hx=*/nullptr, p.y_desc, y.raw_data(),
+                                                x_in.raw_data(), p.h_desc, /*hx=*/nullptr, p.y_desc, y_in.raw_data(),
                                                 p.weight_bytes, dweights.raw_data(), p.train_work_bytes,
                                                 work.raw_data(), reserve_bytes, kept));
+  if (p.bf16) copy_(grad_x, grad_x_out);
   unpack_gradients(p, dweights, grad_params, s);
   return true;
 }
@@ -313,7 +365,8 @@ bool sequence_backward_cudnn(const Tensor& grad_y, const Tensor& x, const std::v
 }  // namespace
 
 void register_rnn_cudnn_cuda() {
-  const char* precision = "exact FP32 (FMA math) unless MINIDL_TF32=1";
+  const char* precision =
+      "exact FP32 (FMA math) unless --precision tf32 (or MINIDL_TF32=1); BF16 data under --precision bf16";
   const std::string backward = str_cat("cudnnRNNBackwardData_v8 + cudnnRNNBackwardWeights_v8; ", precision);
   register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cuda, kName, 20,
                                      str_cat("cudnnRNNForward (CUDNN_GRU, all layers and directions); ", precision),

@@ -38,9 +38,11 @@
 #include "examples/flags.h"
 #include "nn/metrics.h"
 
-// The caching allocator's statistics exist only in CUDA builds; the conditional stays in this header.
+// The caching allocator's statistics and the BF16 path choices exist only in CUDA builds; the
+// conditional stays in this header.
 #ifdef MINIDL_WITH_CUDA
 #include "cuda/allocator.h"
+#include "cuda/bf16_choice.h"
 #endif
 
 namespace bench_steps {
@@ -156,9 +158,15 @@ inline std::string kernels_line(const nlohmann::json& kernels) {
 // MINIDL_TF32=1; the CPU kernels are always exact FP32).
 inline bool tf32_requested() { return minidl::float32_precision() == minidl::Precision::tf32; }
 
-// "TF32 allowed" or "strict FP32" for the report; the CPU is always strict.
+// "TF32 allowed", "BF16 products" or "strict FP32" for the report; the CPU is always strict.
 inline std::string precision_text(minidl::Device device) {
-  return device.is_cuda() && tf32_requested() ? "TF32 allowed" : "strict FP32";
+  if (!device.is_cuda()) return "strict FP32";
+  switch (minidl::float32_precision()) {
+    case minidl::Precision::tf32: return "TF32 allowed";
+    case minidl::Precision::bf16: return "BF16 products (float32 weights, activations and losses)";
+    case minidl::Precision::fp32: break;
+  }
+  return "strict FP32";
 }
 
 // The caching allocator's peak bytes in use on a GPU since the program started; -1 when there is none
@@ -239,6 +247,11 @@ inline void report(const BenchRun& r, const std::string& json_path) {
   std::printf("device %s, batch %lld, %s%s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
               precision_text(r.device).c_str(), minidl::deterministic_algorithms() ? ", deterministic algorithms" : "");
   std::printf("kernels: %s\n", kernels_line(kernels).c_str());
+#ifdef MINIDL_WITH_CUDA
+  // Under --precision bf16, which calls took the BF16 path and which TF32 (cuda/bf16_choice.h).
+  if (r.device.is_cuda() && minidl::float32_precision() == minidl::Precision::bf16)
+    for (const std::string& line : minidl::cuda::bf16_choices()) std::printf("bf16 or tf32: %s\n", line.c_str());
+#endif
   if (peak >= 0) std::printf("peak GPU memory in use: %.1f MiB\n", peak / (1024.0 * 1024.0));
   std::printf("last loss %.4f\n", r.last_loss);
   std::printf("%.3f ms/step mean over %d steps (one sync at the end), %.0f images/s; "
@@ -252,6 +265,7 @@ inline void report(const BenchRun& r, const std::string& json_path) {
                          {"warmup", r.warmup},
                          {"steps", t.steps},
                          {"tf32", r.device.is_cuda() && tf32_requested()},
+                         {"precision", r.device.is_cuda() ? minidl::precision_name(minidl::float32_precision()) : "fp32"},
                          {"deterministic", minidl::deterministic_algorithms()},
                          {"mean_ms", t.mean_ms},
                          {"median_ms", t.median_ms},

@@ -93,15 +93,17 @@ inline CLI::Validator non_empty() {
       "");
 }
 
-// --precision fp32|tf32 (core/precision.h), bound to `precision`. Its value before parsing is the
+// --precision fp32|tf32|bf16 (core/precision.h), bound to `precision`. Its value before parsing is the
 // program's default: "" lets MINIDL_TF32 decide (fp32 unless MINIDL_TF32=1).
 inline void add_precision_flag(CLI::App* cmd, std::string& precision) {
   const std::string default_text =
       precision.empty() ? "fp32 unless MINIDL_TF32=1" : precision + " for this command, whatever MINIDL_TF32 says";
   cmd->add_option("--precision", precision,
-                  "float32 products on a GPU: fp32 (strict) or tf32 (TF32 tensor cores in cuBLAS, cuDNN and the "
-                  "tf32_* kernels: faster, about 10 mantissa bits per product); default " + default_text)
-      ->check(CLI::IsMember({"fp32", "tf32"}));
+                  "float32 products on a GPU: fp32 (strict), tf32 (TF32 tensor cores in cuBLAS, cuDNN and the "
+                  "tf32_* kernels: faster, about 10 mantissa bits per product) or bf16 (matmuls, convolutions and "
+                  "the RNN on BF16 tensor cores, 8 significant bits per operand, or TF32 for a shape where that "
+                  "is faster; weights, activations and losses stay float32); default " + default_text)
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
 }
 
 // Applies a --precision value (before the first GPU operation); "" leaves the environment's choice.

@@ -15,22 +15,16 @@
 
 using namespace minidl;
 
-namespace {
+using testing::PrecisionScope;
 
-// Sets a precision for the duration of a test, then restores the previous one.
-struct PrecisionScope {
-  Precision before = float32_precision();
-  explicit PrecisionScope(Precision p) { set_float32_precision(p); }
-  ~PrecisionScope() { set_float32_precision(before); }
-};
-
-}  // namespace
-
-TEST_CASE("precision: fp32 and tf32 parse, anything else is refused with both names", "[precision]") {
+TEST_CASE("precision: fp32, tf32 and bf16 parse, anything else is refused with their names", "[precision]") {
   CHECK(parse_precision("fp32") == Precision::fp32);
   CHECK(parse_precision("tf32") == Precision::tf32);
+  CHECK(parse_precision("bf16") == Precision::bf16);
   CHECK(std::string(precision_name(Precision::tf32)) == "tf32");
-  CHECK_THROWS_WITH(parse_precision("bf16"), Catch::Contains("fp32") && Catch::Contains("tf32"));
+  CHECK(std::string(precision_name(Precision::bf16)) == "bf16");
+  CHECK_THROWS_WITH(parse_precision("fp16"),
+                    Catch::Contains("fp32") && Catch::Contains("tf32") && Catch::Contains("bf16"));
   CHECK_THROWS_WITH(parse_precision("FP32"), Catch::Contains("precision 'FP32'"));
 }
 

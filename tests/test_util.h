@@ -9,6 +9,7 @@
 
 #include "core/determinism.h"
 #include "core/dispatch.h"
+#include "core/precision.h"
 #include "core/tensor.h"
 #include "ops/ops.h"
 
@@ -127,6 +128,15 @@ struct DeterministicScope {
   DeterministicScope(const DeterministicScope&) = delete;
   DeterministicScope& operator=(const DeterministicScope&) = delete;
   bool previous;
+};
+
+// A float32 precision (core/precision.h) for a scope, then the previous one.
+struct PrecisionScope {
+  explicit PrecisionScope(Precision p) : previous(float32_precision()) { set_float32_precision(p); }
+  ~PrecisionScope() { set_float32_precision(previous); }
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+  Precision previous;
 };
 
 }  // namespace testing

@@ -72,6 +72,8 @@ int main(int argc, char** argv) {
                     "seconds of timed calls per kernel and shape before fewer are made (default 0.25)");
   bench->add_option("--json", b.json_path, "also write JSON Lines to FILE (a machine record, then one per kernel)");
   bench->add_option("--svg", b.svg_path, "also draw GFLOP/s bars and a roofline to FILE");
+  std::string bench_precision;
+  examples::add_precision_flag(bench, bench_precision);
   bench->footer(shape_syntax_help());
 
   CompareOptions c;
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
       for (const std::string& name : b.kernels)
         MINIDL_CHECK(name.find('=') == std::string::npos, "bench: --kernel takes a kernel name (naive, openblas); "
                                                           "to select OP=NAME put --kernel before `bench`");
+      examples::apply_precision_flag(bench_precision);
       return bench::run_bench(b, stdout);
     }
     if (*compare) return run_compare(c, stdout);

@@ -6,7 +6,7 @@
 //                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
 //                 [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--save-every N] [--resume FILE]
-//                 [--stop-after-epochs N] [--stop-after-steps N] [--deterministic] [--precision fp32|tf32]
+//                 [--stop-after-epochs N] [--stop-after-steps N] [--deterministic] [--precision fp32|tf32|bf16]
 //                 [--distributed]
 //                 [--augment LIST | --no-augment] [--augment-strength X] [--weight-decay W]
 //                 [--save-best FILE] [--early-stop N]

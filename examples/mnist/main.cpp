@@ -5,12 +5,12 @@
 //               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
 //               [--target-accuracy A] [--recipe default|fast] [--model mnist_cnn|mnist_cnn_bn]
-//               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32]
+//               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32|bf16]
 //   mnist eval --model FILE [--data DIR] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist predict --model FILE --csv test.csv --out submission.csv
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE] [--cuda-graph]
-//               [--model mnist_cnn|mnist_cnn_bn] [--precision fp32|tf32]
+//               [--model mnist_cnn|mnist_cnn_bn] [--precision fp32|tf32|bf16]
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
 //
 // Defaults: 3 epochs, batch 64, Adam whose lr follows a one-cycle schedule peaking at --lr 2e-3 (a short
@@ -242,7 +242,7 @@ struct TrainFlags {
   bool host_data = false;       // --host-data: batches copied from host memory every step
   bool cuda_graph = false;      // --cuda-graph: forward, loss, backward and Adam replayed from a CUDA graph
   bool no_cuda_graph = false;   // --no-cuda-graph: eager steps on a GPU (graphs are the default there)
-  std::string precision;        // --precision: "" (MINIDL_TF32 decides), fp32 or tf32 (core/precision.h)
+  std::string precision;        // --precision: "" (MINIDL_TF32 decides), fp32, tf32 or bf16 (core/precision.h)
   double target_accuracy = 0;   // --target-accuracy: stop once the evaluation reaches it (0: off)
   std::string recipe = "default";
   std::string model = mnist::kModelName;  // --model
@@ -453,8 +453,8 @@ int train(const TrainFlags& f) {
     const Tensor one = ones({1, 1}, TensorOptions(DType::float32, device));
     matmul(one, one);
     backend_for(device.type).synchronize(device.index);
-    std::printf("mnist: %s initialised in %.3f s (CUDA context, cuBLAS)\n", device.str().c_str(),
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    std::printf("mnist: %s initialised in %.3f s (CUDA context, cuBLAS); precision %s\n", device.str().c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), precision_name(float32_precision()));
   }
   manual_seed(f.seed);
   const auto created = std::chrono::steady_clock::now();  // time to accuracy counts from here

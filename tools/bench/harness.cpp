@@ -22,6 +22,7 @@
 
 #include "core/backend.h"
 #include "core/dispatch.h"
+#include "core/precision.h"
 #include "core/random.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
@@ -71,6 +72,9 @@ void for_each_value(const Tensor& t, F f) {
     case DType::int64:
       for (int64_t i = 0; i < n; ++i) f(i, static_cast<double>(c.data<int64_t>()[i]));
       break;
+    case DType::bfloat16:
+      for (int64_t i = 0; i < n; ++i) f(i, static_cast<double>(bfloat16_to_float(c.data<bfloat16>()[i])));
+      break;
   }
 }
 
@@ -87,9 +91,14 @@ std::vector<std::vector<double>> snapshot(const BenchCase& c) {
 
 // The relative error above which kernel `name` on d is WRONG (tools/bench/bench.h).
 double wrong_threshold(const std::string& name, Device d) {
-  const char* tf32 = std::getenv("MINIDL_TF32");
-  const bool tf32_allowed = tf32 != nullptr && std::atoi(tf32) > 0;
-  if (name.rfind("tf32", 0) == 0 || (!d.is_cpu() && tf32_allowed && is_vendor_kernel(name))) return kTf32RelativeError;
+  if (name.rfind("tf32", 0) == 0) return kTf32RelativeError;
+  if (!d.is_cpu() && is_vendor_kernel(name)) {
+    switch (float32_precision()) {  // --precision, or MINIDL_TF32=1
+      case Precision::tf32: return kTf32RelativeError;
+      case Precision::bf16: return kBf16RelativeError;
+      case Precision::fp32: break;
+    }
+  }
   return kWrongRelativeError;
 }
 
