@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # scripts/compare-torch.sh — training-step time of minidl against PyTorch eager on the same model and the
 # same GPU: the captcha model (batch 128) and the MNIST CNN (batch 64), in strict FP32 (minidl's default;
-# torch with TF32 off) and with TF32 (MINIDL_TF32=1; torch --tf32 1), plus MNIST on the CPU. Both sides
+# torch with TF32 off), with TF32 (MINIDL_TF32=1; torch --tf32 1) and in BF16 mixed precision (minidl
+# --precision bf16; torch --amp bf16, i.e. torch.autocast), plus MNIST on the CPU. Both sides
 # are timed the same way (examples/bench_steps.h, scripts/torch_bench_common.py). Logs and one JSON file
 # per run go to $OUT; a markdown table of the mean ms/step (one sync per pass) goes to stdout and
 # $OUT/table.md.
 #
 #   BUILD=build-cuda OUT=/tmp/minidl-vs-torch bash scripts/compare-torch.sh [PAIR...]
 #
-# PAIR: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu (default: all of them), and the whole
+# PAIR: captcha_fp32 captcha_tf32 captcha_bf16 mnist_fp32 mnist_tf32 mnist_bf16 mnist_cpu (default: all of
+# them), and the whole
 # training epochs mnist_epoch_64 and mnist_epoch_1024 (asked for by name): `mnist train --epochs 3` with
 # the images resident on the GPU (CUDA graphs, the default), with --host-data and with --no-cuda-graph
 # (eager steps), against scripts/torch_mnist_train.py with its data
@@ -64,15 +66,16 @@ run() {  # run NAME SECONDS [VAR=VALUE...] COMMAND...: logs to $out/NAME.log
 # pair NAME MODEL BATCH PRECISION DEVICE LIMIT: minidl's bench, then torch's, on the same settings.
 pair() {
   local name=$1 model=$2 batch=$3 precision=$4 device=$5 limit=$6
-  local n=$steps w=$warmup tf32=0
+  local n=$steps w=$warmup tf32=0 minidl_precision=() amp=off
   [ "$device" = cpu ] && n=$cpu_steps && w=2
   [ "$precision" = tf32 ] && tf32=1
+  [ "$precision" = bf16 ] && minidl_precision=(--precision bf16) && amp=bf16
   rm -f "$out/${name}_minidl.json" "$out/${name}_torch.json"
   run "${name}_minidl" "$limit" MINIDL_TF32=$tf32 "$bin/$model" bench --device "$device" --batch "$batch" \
-    --warmup "$w" --steps "$n" --json "$out/${name}_minidl.json"
+    --warmup "$w" --steps "$n" "${minidl_precision[@]}" --json "$out/${name}_minidl.json"
   # shellcheck disable=SC2086  # TORCH_FLAGS is a list of flags
   run "${name}_torch" "$limit" "$python" "$here/torch_${model}_bench.py" --device "$device" --batch "$batch" \
-    --warmup "$w" --steps "$n" --tf32 $tf32 --json "$out/${name}_torch.json" $torch_flags
+    --warmup "$w" --steps "$n" --tf32 $tf32 --amp $amp --json "$out/${name}_torch.json" $torch_flags
   rows+=("$model|$batch|$precision|$device|$out/${name}_minidl.json|$out/${name}_torch.json")
 }
 
@@ -96,18 +99,20 @@ epochs() {
 }
 
 pairs=("$@")
-[ ${#pairs[@]} -eq 0 ] && pairs=(captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu)
+[ ${#pairs[@]} -eq 0 ] && pairs=(captcha_fp32 captcha_tf32 captcha_bf16 mnist_fp32 mnist_tf32 mnist_bf16 mnist_cpu)
 if [ "$dry_run" != 1 ] && command -v nvidia-smi >/dev/null; then nvidia-smi -L; fi
 for p in "${pairs[@]}"; do
   case $p in
     captcha_fp32) pair captcha_fp32 captcha "$captcha_batch" fp32 "$gpu" 60 ;;
     captcha_tf32) pair captcha_tf32 captcha "$captcha_batch" tf32 "$gpu" 60 ;;
+    captcha_bf16) pair captcha_bf16 captcha "$captcha_batch" bf16 "$gpu" 60 ;;
     mnist_fp32) pair mnist_fp32 mnist "$mnist_batch" fp32 "$gpu" 40 ;;
     mnist_tf32) pair mnist_tf32 mnist "$mnist_batch" tf32 "$gpu" 40 ;;
+    mnist_bf16) pair mnist_bf16 mnist "$mnist_batch" bf16 "$gpu" 40 ;;
     mnist_cpu) pair mnist_cpu mnist "$mnist_batch" fp32 cpu 60 ;;
     mnist_epoch_64) epochs mnist_epoch_64 64 60 ;;
     mnist_epoch_1024) epochs mnist_epoch_1024 1024 60 ;;
-    *) echo "unknown pair '$p' (known: captcha_fp32 captcha_tf32 mnist_fp32 mnist_tf32 mnist_cpu" \
+    *) echo "unknown pair '$p' (known: captcha_fp32 captcha_tf32 captcha_bf16 mnist_fp32 mnist_tf32 mnist_bf16 mnist_cpu" \
             "mnist_epoch_64 mnist_epoch_1024)" >&2 ;;
   esac
 done

@@ -9,6 +9,7 @@ Host wall-clock time (time.perf_counter) around the synchronisations. Plain PyTo
 """
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -32,6 +33,10 @@ def add_common_flags(parser, batch):
     parser.add_argument("--adam", choices=("default", "foreach", "single", "fused"), default="default",
                         help="torch.optim.Adam implementation: default (PyTorch's choice, foreach on a GPU), "
                              "foreach, single (a loop over tensors) or fused (default: default)")
+    parser.add_argument("--amp", choices=("off", "bf16"), default="off",
+                        help="bf16: the forward pass and the loss under torch.autocast(dtype=torch.bfloat16) (AMP: "
+                             "convolutions, matmuls and the RNN in BF16, float32 weights and reductions; no loss "
+                             "scaling for BF16), what minidl's --precision bf16 is compared with (default: off)")
     parser.add_argument("--seed", type=int, default=1, help="seed of initialisation, dropout and the batch")
     parser.add_argument("--json", default="", help="write the settings and times as one JSON object to FILE")
 
@@ -60,6 +65,13 @@ def set_precision(tf32):
     torch.backends.cudnn.allow_tf32 = bool(tf32)
 
 
+def autocast(args, device):
+    """The context for the forward pass and the loss: BF16 autocast with --amp bf16, else nothing."""
+    if args.amp == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
 def make_adam(params, lr, which):
     kwargs = {"lr": lr}
     if which == "foreach":
@@ -83,9 +95,9 @@ def print_environment(program, device, args):
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print("device %s (%s), batch %d" % (device, name, args.batch))
     print("torch.backends.cuda.matmul.allow_tf32 = %s, torch.backends.cudnn.allow_tf32 = %s, "
-          "torch.backends.cudnn.benchmark = %s, channels_last = %s, Adam %s" % (
+          "torch.backends.cudnn.benchmark = %s, channels_last = %s, Adam %s, AMP %s" % (
               torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-              torch.backends.cudnn.benchmark, args.channels_last, args.adam))
+              torch.backends.cudnn.benchmark, args.channels_last, args.adam, args.amp))
     return name
 
 
@@ -133,6 +145,7 @@ def report(program, model_name, device, device_name, args, times, last_loss):
         "cudnn_benchmark": bool(args.cudnn_benchmark),
         "channels_last": bool(args.channels_last),
         "adam": args.adam,
+        "amp": args.amp,
         "mean_ms": mean_ms,
         "median_ms": median_ms,
         "min_ms": min_ms,

@@ -3,7 +3,7 @@
 
     python3 scripts/torch_captcha_bench.py [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100]
         [--tf32 0|1] [--cudnn-benchmark 0|1] [--channels-last] [--adam default|foreach|single|fused]
-        [--seed N] [--json FILE]
+        [--amp off|bf16] [--seed N] [--json FILE]
 
 The model is examples/captcha/model.h with its default configuration, layer for layer:
   x [N, 3, 64, 192] -> 5 blocks of 2 x (Conv2d 3x3 padding 1 without bias, BatchNorm2d, ReLU), channels
@@ -96,9 +96,10 @@ def main():
     last = {}
 
     def step():
-        log_probs = model(inputs)
-        loss = F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
-                          zero_infinity=True)
+        with common.autocast(args, device):
+            log_probs = model(inputs)
+            loss = F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+                              zero_infinity=True)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()

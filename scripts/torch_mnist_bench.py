@@ -3,7 +3,7 @@
 
     python3 scripts/torch_mnist_bench.py [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100]
         [--tf32 0|1] [--cudnn-benchmark 0|1] [--channels-last] [--adam default|foreach|single|fused]
-        [--seed N] [--json FILE]
+        [--amp off|bf16] [--seed N] [--json FILE]
 
 The model is examples/mnist/model.h (PyTorch's MNIST example's CNN), layer for layer:
   x [N, 1, 28, 28] -> Conv2d(1, 32, 3), ReLU -> Conv2d(32, 64, 3), ReLU -> MaxPool2d(2) -> Dropout(0.25)
@@ -67,8 +67,9 @@ def main():
     last = {}
 
     def step():
-        logits = model(inputs)
-        loss = F.cross_entropy(logits, targets)
+        with common.autocast(args, device):
+            logits = model(inputs)
+            loss = F.cross_entropy(logits, targets)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
