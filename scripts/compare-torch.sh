@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/compare-torch.sh — training-step time of minidl against PyTorch eager on the same model and the
-# same GPU: the captcha model (batch 128) and the MNIST CNN (batch 64), in strict FP32 (minidl's default;
+# same GPU (PyTorch eager, and with torch.compile as an extra column): the captcha model (batch 128) and
+# the MNIST CNN (batch 64), in strict FP32 (minidl's default;
 # torch with TF32 off), with TF32 (MINIDL_TF32=1; torch --tf32 1) and in BF16 mixed precision (minidl
 # --precision bf16; torch --amp bf16, i.e. torch.autocast), plus MNIST on the CPU. Both sides
 # are timed the same way (examples/bench_steps.h, scripts/torch_bench_common.py). Logs and one JSON file
@@ -25,6 +26,9 @@
 #   STEPS, WARMUP, CPU_STEPS  timed and warm-up steps (default 100, 20; 10 and 2 on the CPU)
 #   CAPTCHA_BATCH, MNIST_BATCH  batch sizes (default 128 and 64, the issues' and `mnist train`'s)
 #   TORCH_FLAGS  extra flags for both torch step scripts (e.g. "--channels-last" or "--adam fused")
+#   TORCH_COMPILE=0  skip the torch.compile column (GPU pairs run the torch script a second time with
+#            --compile, 50 warm-up steps and twice the time limit, for the compilation; a model or
+#            machine where torch.compile fails shows "failed" there, its log says why)
 #   DATA     the MNIST folder for the epoch pairs (default data/mnist)
 #   DRY_RUN=1    print the commands instead of running them (then the table says "not run")
 # Each command runs under `timeout`; a run that fails or times out shows "failed" in the table and its
@@ -42,10 +46,11 @@ captcha_batch=${CAPTCHA_BATCH:-128}
 mnist_batch=${MNIST_BATCH:-64}
 torch_flags=${TORCH_FLAGS:-}
 dry_run=${DRY_RUN:-0}
+torch_compile=${TORCH_COMPILE:-1}
 data=${DATA:-data/mnist}
 mkdir -p "$out"
 
-rows=()  # "model|batch|precision|device|minidl json|torch json"
+rows=()  # "model|batch|precision|device|minidl json|torch json|torch.compile json"
 epoch_rows=()  # "batch|minidl metrics|minidl --host-data metrics|torch device json|torch loader json"
 
 run() {  # run NAME SECONDS [VAR=VALUE...] COMMAND...: logs to $out/NAME.log
@@ -76,7 +81,14 @@ pair() {
   # shellcheck disable=SC2086  # TORCH_FLAGS is a list of flags
   run "${name}_torch" "$limit" "$python" "$here/torch_${model}_bench.py" --device "$device" --batch "$batch" \
     --warmup "$w" --steps "$n" --tf32 $tf32 --amp $amp --json "$out/${name}_torch.json" $torch_flags
-  rows+=("$model|$batch|$precision|$device|$out/${name}_minidl.json|$out/${name}_torch.json")
+  rm -f "$out/${name}_torch_compiled.json"
+  if [ "$torch_compile" = 1 ] && [ "$device" != cpu ]; then
+    # shellcheck disable=SC2086
+    run "${name}_torch_compiled" "$((2 * limit))" "$python" "$here/torch_${model}_bench.py" --device "$device" \
+      --batch "$batch" --warmup 50 --steps "$n" --tf32 $tf32 --amp $amp --compile \
+      --json "$out/${name}_torch_compiled.json" $torch_flags
+  fi
+  rows+=("$model|$batch|$precision|$device|$out/${name}_minidl.json|$out/${name}_torch.json|$out/${name}_torch_compiled.json")
 }
 
 # epochs NAME BATCH LIMIT: three epochs of `mnist train` (resident, then --host-data) and of the PyTorch
@@ -136,13 +148,19 @@ def cell(ms):
     return "%.2f" % ms if ms is not None else "failed / not run"
 
 
-print("| model | batch | precision | device | minidl ms/step | torch ms/step | minidl / torch |")
-print("| --- | --- | --- | --- | --- | --- | --- |")
+def ratio(ours, theirs):
+    return "%.2f" % (ours / theirs) if ours is not None and theirs else "-"
+
+
+print("| model | batch | precision | device | minidl ms/step | torch ms/step | minidl / torch "
+      "| torch.compile ms/step | minidl / compiled |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 for row in sys.argv[1:]:
-    model, batch, precision, device, ours_path, theirs_path = row.split("|")
-    ours, theirs = mean_ms(ours_path), mean_ms(theirs_path)
-    ratio = "%.2f" % (ours / theirs) if ours is not None and theirs else "-"
-    print("| %s | %s | %s | %s | %s | %s | %s |" % (model, batch, precision, device, cell(ours), cell(theirs), ratio))
+    model, batch, precision, device, ours_path, theirs_path, compiled_path = row.split("|")
+    ours, theirs, compiled = mean_ms(ours_path), mean_ms(theirs_path), mean_ms(compiled_path)
+    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        model, batch, precision, device, cell(ours), cell(theirs), ratio(ours, theirs),
+        cell(compiled) if device != "cpu" else "not run (CPU)", ratio(ours, compiled)))
 EOF
 fi
 

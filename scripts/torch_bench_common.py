@@ -37,6 +37,9 @@ def add_common_flags(parser, batch):
                         help="bf16: the forward pass and the loss under torch.autocast(dtype=torch.bfloat16) (AMP: "
                              "convolutions, matmuls and the RNN in BF16, float32 weights and reductions; no loss "
                              "scaling for BF16), what minidl's --precision bf16 is compared with (default: off)")
+    parser.add_argument("--compile", action="store_true",
+                        help="run the model through torch.compile (default mode); the warm-up steps include the "
+                             "compilation, so give it enough of them (default: eager)")
     parser.add_argument("--seed", type=int, default=1, help="seed of initialisation, dropout and the batch")
     parser.add_argument("--json", default="", help="write the settings and times as one JSON object to FILE")
 
@@ -72,6 +75,11 @@ def autocast(args, device):
     return contextlib.nullcontext()
 
 
+def maybe_compile(model, args):
+    """torch.compile(model) with --compile (the optimizer keeps the original parameters), else model."""
+    return torch.compile(model) if args.compile else model
+
+
 def make_adam(params, lr, which):
     kwargs = {"lr": lr}
     if which == "foreach":
@@ -95,9 +103,9 @@ def print_environment(program, device, args):
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print("device %s (%s), batch %d" % (device, name, args.batch))
     print("torch.backends.cuda.matmul.allow_tf32 = %s, torch.backends.cudnn.allow_tf32 = %s, "
-          "torch.backends.cudnn.benchmark = %s, channels_last = %s, Adam %s, AMP %s" % (
+          "torch.backends.cudnn.benchmark = %s, channels_last = %s, Adam %s, AMP %s, torch.compile %s" % (
               torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-              torch.backends.cudnn.benchmark, args.channels_last, args.adam, args.amp))
+              torch.backends.cudnn.benchmark, args.channels_last, args.adam, args.amp, args.compile))
     return name
 
 
@@ -146,6 +154,7 @@ def report(program, model_name, device, device_name, args, times, last_loss):
         "channels_last": bool(args.channels_last),
         "adam": args.adam,
         "amp": args.amp,
+        "compile": bool(args.compile),
         "mean_ms": mean_ms,
         "median_ms": median_ms,
         "min_ms": min_ms,

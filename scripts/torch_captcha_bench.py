@@ -3,7 +3,7 @@
 
     python3 scripts/torch_captcha_bench.py [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100]
         [--tf32 0|1] [--cudnn-benchmark 0|1] [--channels-last] [--adam default|foreach|single|fused]
-        [--amp off|bf16] [--seed N] [--json FILE]
+        [--amp off|bf16] [--compile] [--seed N] [--json FILE]
 
 The model is examples/captcha/model.h with its default configuration, layer for layer:
   x [N, 3, 64, 192] -> 5 blocks of 2 x (Conv2d 3x3 padding 1 without bias, BatchNorm2d, ReLU), channels
@@ -77,6 +77,7 @@ def main():
     memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     model.train()
+    step_model = common.maybe_compile(model, args)
     parameters = sum(p.numel() for p in model.parameters())
     print("model: %d parameters (minidl's: %d)%s" % (
         parameters, MINIDL_PARAMETERS, "" if parameters == MINIDL_PARAMETERS else "  MISMATCH"))
@@ -97,7 +98,7 @@ def main():
 
     def step():
         with common.autocast(args, device):
-            log_probs = model(inputs)
+            log_probs = step_model(inputs)
             loss = F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
                               zero_infinity=True)
         optimizer.zero_grad(set_to_none=True)

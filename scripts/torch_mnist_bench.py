@@ -3,7 +3,7 @@
 
     python3 scripts/torch_mnist_bench.py [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100]
         [--tf32 0|1] [--cudnn-benchmark 0|1] [--channels-last] [--adam default|foreach|single|fused]
-        [--amp off|bf16] [--seed N] [--json FILE]
+        [--amp off|bf16] [--compile] [--seed N] [--json FILE]
 
 The model is examples/mnist/model.h (PyTorch's MNIST example's CNN), layer for layer:
   x [N, 1, 28, 28] -> Conv2d(1, 32, 3), ReLU -> Conv2d(32, 64, 3), ReLU -> MaxPool2d(2) -> Dropout(0.25)
@@ -52,6 +52,7 @@ def main():
     memory_format = torch.channels_last if args.channels_last else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     model.train()
+    step_model = common.maybe_compile(model, args)
     parameters = sum(p.numel() for p in model.parameters())
     print("model: %d parameters (minidl's: %d)%s" % (
         parameters, MINIDL_PARAMETERS, "" if parameters == MINIDL_PARAMETERS else "  MISMATCH"))
@@ -68,7 +69,7 @@ def main():
 
     def step():
         with common.autocast(args, device):
-            logits = model(inputs)
+            logits = step_model(inputs)
             loss = F.cross_entropy(logits, targets)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
