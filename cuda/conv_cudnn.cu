@@ -347,59 +347,34 @@ std::function<std::string()> call_name(Stage stage, const Tensor& x_like, const 
   };
 }
 
-bool conv2d_cudnn(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
+// One stage with x (or grad_x), w (or grad_w) and y (or grad_y): two of them are the stage's inputs,
+// the third its output (y forward, grad_x backward_input, grad_w backward_weight).
+bool run_stage(Stage stage, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
   if (!all_float32_on_int_sizes({&x, &w, &y})) return false;
-  auto tf32 = [&] { return run_conv(Stage::forward, x, w, y, p, false, x.raw_data(), w.raw_data(), y.raw_data()); };
+  auto tf32 = [&] { return run_conv(stage, x, w, y, p, false, x.raw_data(), w.raw_data(), y.raw_data()); };
   if (!cuda::bf16_enabled()) return tf32();  // strict FP32, or TF32 under --precision tf32
+  const Tensor& out = stage == Stage::forward ? y : stage == Stage::backward_input ? x : w;
   auto bf16 = [&] {
-    const Tensor x16 = bf16_copy(x), w16 = bf16_copy(w);
-    Tensor y16 = bf16_empty_like(y);
-    if (!run_conv(Stage::forward, x, w, y, p, true, x16.raw_data(), w16.raw_data(), y16.raw_data())) return false;
-    copy_(y, y16);  // widened to float32, exactly
+    // The inputs cast to bfloat16, the output an empty bfloat16 tensor.
+    auto typed = [&](const Tensor& t) { return &t == &out ? bf16_empty_like(t) : bf16_copy(t); };
+    const Tensor x16 = typed(x), w16 = typed(w), y16 = typed(y);
+    if (!run_conv(stage, x, w, y, p, true, x16.raw_data(), w16.raw_data(), y16.raw_data())) return false;
+    copy_(out, &out == &y ? y16 : &out == &x ? x16 : w16);  // widened to float32, exactly
     return true;
   };
-  return cuda::run_faster_of(choice_key(Stage::forward, x, w, p), y.device().index, call_name(Stage::forward, x, w, p),
-                             bf16, tf32);
+  return cuda::run_faster_of(choice_key(stage, x, w, p), y.device().index, call_name(stage, x, w, p), bf16, tf32);
+}
+
+bool conv2d_cudnn(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
+  return run_stage(Stage::forward, x, w, y, p);
 }
 
 bool conv2d_backward_input_cudnn(const Tensor& grad_y, const Tensor& w, Tensor& grad_x, const Conv2dParams& p) {
-  if (!all_float32_on_int_sizes({&grad_y, &w, &grad_x})) return false;
-  auto tf32 = [&] {
-    return run_conv(Stage::backward_input, grad_x, w, grad_y, p, false, grad_x.raw_data(), w.raw_data(),
-                    grad_y.raw_data());
-  };
-  if (!cuda::bf16_enabled()) return tf32();
-  auto bf16 = [&] {
-    const Tensor gy16 = bf16_copy(grad_y), w16 = bf16_copy(w);
-    Tensor gx16 = bf16_empty_like(grad_x);
-    if (!run_conv(Stage::backward_input, grad_x, w, grad_y, p, true, gx16.raw_data(), w16.raw_data(),
-                  gy16.raw_data()))
-      return false;
-    copy_(grad_x, gx16);
-    return true;
-  };
-  return cuda::run_faster_of(choice_key(Stage::backward_input, grad_x, w, p), grad_x.device().index,
-                             call_name(Stage::backward_input, grad_x, w, p), bf16, tf32);
+  return run_stage(Stage::backward_input, grad_x, w, grad_y, p);
 }
 
 bool conv2d_backward_weight_cudnn(const Tensor& x, const Tensor& grad_y, Tensor& grad_w, const Conv2dParams& p) {
-  if (!all_float32_on_int_sizes({&x, &grad_y, &grad_w})) return false;
-  auto tf32 = [&] {
-    return run_conv(Stage::backward_weight, x, grad_w, grad_y, p, false, x.raw_data(), grad_w.raw_data(),
-                    grad_y.raw_data());
-  };
-  if (!cuda::bf16_enabled()) return tf32();
-  auto bf16 = [&] {
-    const Tensor x16 = bf16_copy(x), gy16 = bf16_copy(grad_y);
-    Tensor gw16 = bf16_empty_like(grad_w);
-    if (!run_conv(Stage::backward_weight, x, grad_w, grad_y, p, true, x16.raw_data(), gw16.raw_data(),
-                  gy16.raw_data()))
-      return false;
-    copy_(grad_w, gw16);
-    return true;
-  };
-  return cuda::run_faster_of(choice_key(Stage::backward_weight, x, grad_w, p), x.device().index,
-                             call_name(Stage::backward_weight, x, grad_w, p), bf16, tf32);
+  return run_stage(Stage::backward_weight, x, grad_w, grad_y, p);
 }
 
 }  // namespace

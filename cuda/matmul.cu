@@ -240,7 +240,7 @@ bool matmul_cublas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, 
   }
   if (out.dtype() == DType::float32 && cuda::bf16_enabled())
     return cuda::run_faster_of(
-        {3, d.batch, d.M, d.N, d.K, trans_a, trans_b}, device,  // 3: not a conv2d stage (0, 1, 2)
+        {3, d.batch, d.M, d.N, d.K, trans_a, trans_b}, device,  // 3: matmul (cuda/bf16_choice.h)
         [=] { return str_cat("matmul ", d.batch, "x", d.M, "x", d.N, "x", d.K, trans_a ? ",ta" : "", trans_b ? ",tb" : ""); },
         [&] { return matmul_cublas_bf16(a, b, out, d, trans_a, trans_b); },
         [&] { return matmul_cublas_float(a, b, out, d, trans_a, trans_b, CUBLAS_TF32_TENSOR_OP_MATH); });
