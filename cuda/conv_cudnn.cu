@@ -34,7 +34,7 @@
 //   tf32: the float32 call with TF32 tensor cores allowed (more mantissa bits than bfloat16).
 // On the H200 the bf16 path lost on 14 of the captcha model's 15 stages (docs/results/README.md). Handing
 // cuDNN NHWC bfloat16 tensors instead (a transposing cast) was tried and was slower still, up to 57 ms for
-// a backward-data stage: the classic API's NHWC BF16 algorithms are not its fast ones here.
+// a backward-data stage.
 //
 // Declines (returns false, so the next kernel runs): dtypes other than float32, empty tensors, sizes
 // beyond int, and the case where no algorithm is usable.
