@@ -28,8 +28,8 @@ namespace cuda {
 
 // What identifies a call's choice: the caller's numbers, unused entries 0. The first names the op, so that
 // two ops' shapes never share a choice: 0, 1, 2 the conv2d stages (cuda/conv_cudnn.cu's Stage), 3 matmul
-// (cuda/matmul.cu), negative numbers the tests'; then the shapes and flags. Plain integers, so that looking a choice up costs no formatting: the eager MNIST step
-// is host-bound, and building a string per call showed in its time.
+// (cuda/matmul.cu), negative numbers the tests'; then the shapes and flags. Plain integers, so that looking
+// a choice up formats nothing on every call (the eager MNIST step is host-bound).
 using ChoiceKey = std::array<int64_t, 16>;
 
 // Runs one call under --precision bf16 on `device`: `bf16` with bfloat16 operands, `tf32` with the float32
