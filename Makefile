@@ -15,6 +15,7 @@
 #   make clean    remove build/
 # Checking builds, each in its own folder, CPU only:
 #   make test-asan   the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan)
+#   make test-tsan   the tests that use several threads, built with ThreadSanitizer (build-tsan)
 #   make test-clang  the whole test suite built with clang (build-clang)
 #   make fuzz        the libFuzzer targets of fuzz/ (clang, build-fuzz), each run FUZZ_SECONDS (default 60)
 BUILD ?= build
@@ -28,7 +29,7 @@ FUZZ_SECONDS ?= 60
 # (dist/single_process.cpp), and the mpirun tests skip. make test and make test-clang run them with MPI.
 SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
-.PHONY: all configure deps test data mnist captcha compare exercise clean test-asan test-clang fuzz fuzz-corpus
+.PHONY: all configure deps test data mnist captcha compare exercise clean test-asan test-tsan test-clang fuzz fuzz-corpus
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -92,6 +93,17 @@ test-asan:
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && $(SANITIZER_ENV) ctest --output-on-failure -j $(JOBS); status=$$?; \
 	  bash ../scripts/skipped-tests.sh Testing/Temporary/LastTest.log; exit $$status
+
+# ThreadSanitizer (build-tsan, CPU only, without MPI): the tests that run minidl's code on several
+# threads at once. Neither OpenMP's nor OpenBLAS's threads are instrumented (their synchronisation would
+# be reported as races), so both run one thread.
+TSAN_TESTS = [threads],[data],[dispatch]
+test-tsan:
+	@test -f build-tsan/CMakeCache.txt || cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DMINIDL_WITH_CUDA=OFF -DMINIDL_WITH_MPI=OFF -DMINIDL_TSAN=ON
+	cmake --build build-tsan -j $(JOBS) --target minidl_tests
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	  build-tsan/bin/minidl_tests "$(TSAN_TESTS)"
 
 test-clang:
 	@test -f build-clang/CMakeCache.txt || CC=clang CXX=clang++ cmake -S . -B build-clang -DCMAKE_BUILD_TYPE=Release \

@@ -6,7 +6,9 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/dispatch.h"
 #include "core/numerics.h"
+#include "core/settings.h"
 
 namespace minidl {
 
@@ -116,31 +118,18 @@ size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes) {
   return static_cast<size_t>(bytes);
 }
 
-namespace {
-// Percentages are checked for syntax against a nominal device size; the real one is used when a GPU
-// first allocates (cuda/backend.cu).
-constexpr size_t kNominalDeviceBytes = size_t(1) << 40;
-}  // namespace
-
-void check_cuda_memory_limit_environment() {
-  const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
-  if (env && *env) parse_cuda_memory_limit(env, kNominalDeviceBytes);
-}
-
 std::string describe_cuda_memory_limit_environment() {
-  const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
-  if (!env || !*env) return "none set";
-  try {
-    parse_cuda_memory_limit(env, kNominalDeviceBytes);
-  } catch (const Error& e) {
-    return str_cat("INVALID: ", e.what(), " (programs refuse to start)");
-  }
-  return str_cat("MINIDL_CUDA_MEMORY_LIMIT=", env);
+  if (!settings::cuda_memory_limit.is_set()) return "none set";
+  const std::string described = describe_setting(settings::cuda_memory_limit);
+  if (described.rfind("INVALID", 0) == 0) return described;
+  return str_cat("MINIDL_CUDA_MEMORY_LIMIT=", described);
 }
 
 void check_environment() {
-  check_cuda_memory_limit_environment();
-  check_numerics_environment();
+  check_settings();
+  // MINIDL_KERNELS names ops and kernels: the dispatch table, built here, applies it and refuses an
+  // unknown op or kernel name, listing what exists.
+  if (settings::kernels.is_set()) KernelRegistry::instance();
 }
 
 }  // namespace minidl

@@ -69,12 +69,10 @@ void check_device_usable(const Device& d);
 // naming MINIDL_CUDA_MEMORY_LIMIT and the text when it cannot. (The CUDA allocator's limit:
 // cuda/allocator.h; parsed here so a build without CUDA checks the variable too.)
 size_t parse_cuda_memory_limit(const std::string& text, size_t total_bytes);
-// Throws that Error when MINIDL_CUDA_MEMORY_LIMIT is set to something unparsable (whatever the device).
-void check_cuda_memory_limit_environment();
 // For reports (`minidl info`): "none set", "MINIDL_CUDA_MEMORY_LIMIT=4G", or "INVALID: <the error>".
 std::string describe_cuda_memory_limit_environment();
-// Checks every such variable: MINIDL_CUDA_MEMORY_LIMIT and MINIDL_CHECK_NUMERICS (core/numerics.h). The
-// programs call it before doing anything else.
+// Checks every MINIDL_* variable (core/settings.h), and applies MINIDL_KERNELS to the dispatch table (an
+// unknown op or kernel is refused there). The programs call it before doing anything else.
 void check_environment();
 
 // "" when cuda:0 is usable; otherwise why not ("this build has no CUDA support", "no usable CUDA GPU: <the

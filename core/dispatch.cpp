@@ -1,6 +1,8 @@
 #include "core/dispatch.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,27 +11,73 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "core/backend.h"
+#include "core/settings.h"
 
 namespace minidl {
 
 void ensure_registered();  // core/registry_init.cpp
 
+// One (key, device) of the table: its current candidate list and what its last call did.
+struct KeySlot {
+  // The immutable list candidates() returns; null until built after the last change.
+  std::atomic<const std::vector<const KernelInfo*>*> candidates{nullptr};
+  // The last served call: the kernel, and the kernels that declined before it.
+  mutable std::mutex usage_mutex;
+  std::string last_used;
+  std::vector<std::string> last_declined;
+};
+
 struct KernelRegistry::Impl {
-  std::mutex mutex;
+  std::mutex mutex;  // guards everything below but the slots' own state
   std::vector<std::unique_ptr<KernelInfo>> kernels;
   // (op, device) -> selected name
   std::map<std::pair<std::string, int>, std::string> selection;
-  // (key, device) -> ordered candidates (rebuilt when the selection changes)
-  std::map<std::pair<std::string, int>, std::vector<const KernelInfo*>> cache;
-  std::map<std::pair<std::string, int>, std::string> last;
-  // Declines of the call in progress, and of the last served call, per (key, device).
-  std::map<std::pair<std::string, int>, std::vector<std::string>> declining, declined;
+  // key -> its slot per device type (slots are never removed: a dispatch may hold one)
+  std::unordered_map<std::string, std::array<std::unique_ptr<KeySlot>, kNumDeviceTypes>> slots;
+  // Lists and kernels replaced or removed while the process runs: kept, because another thread may still
+  // be walking a list (KernelRegistry's "Thread safety").
+  std::vector<std::unique_ptr<const std::vector<const KernelInfo*>>> retired_lists;
+  std::vector<std::unique_ptr<KernelInfo>> retired_kernels;
   std::set<std::string> logged;  // "key device served (declines)" lines already logged (level 1)
-  int log_level = 0;
+  std::atomic<int> log_level{0};
   bool profile = false;
   std::map<std::string, ProfileRow> timings;  // "key device name" -> totals
+
+  // The slot of (key, device), made on first use. Caller holds `mutex`.
+  KeySlot& slot(const std::string& key, DeviceType device) {
+    std::unique_ptr<KeySlot>& s = slots[key][static_cast<size_t>(device)];
+    if (!s) s = std::make_unique<KeySlot>();
+    return *s;
+  }
+  // The slot when it exists, else null. Caller holds `mutex`.
+  KeySlot* find_slot(const std::string& key, DeviceType device) const {
+    auto it = slots.find(key);
+    return it == slots.end() ? nullptr : it->second[static_cast<size_t>(device)].get();
+  }
+  // Drops the list of a slot (the next candidates() builds it again), retiring the old one. Caller holds `mutex`.
+  void invalidate(KeySlot& s) {
+    const std::vector<const KernelInfo*>* old = s.candidates.exchange(nullptr);
+    if (old) retired_lists.emplace_back(old);
+  }
+  // Builds the ordered list of (key, device): the selected kernel first, then by descending priority
+  // (registration order between equal priorities). Caller holds `mutex`.
+  std::vector<const KernelInfo*> build_list(const std::string& key, DeviceType device) const {
+    std::vector<const KernelInfo*> list;
+    for (const auto& k : kernels)
+      if (k->key == key && k->device == device) list.push_back(k.get());
+    std::stable_sort(list.begin(), list.end(),
+                     [](const KernelInfo* a, const KernelInfo* b) { return a->priority > b->priority; });
+    const std::string op = key.substr(0, key.find('.'));
+    auto sel = selection.find({op, static_cast<int>(device)});
+    if (sel != selection.end()) {
+      auto chosen = std::find_if(list.begin(), list.end(), [&](const KernelInfo* k) { return k->name == sel->second; });
+      if (chosen != list.end()) std::rotate(list.begin(), chosen, chosen + 1);
+    }
+    return list;
+  }
 };
 
 namespace {
@@ -49,8 +97,8 @@ KernelRegistry& KernelRegistry::instance() {
 KernelRegistry::Impl& KernelRegistry::impl() const {
   static Impl* state = [] {
     auto* s = new Impl();
-    if (const char* v = std::getenv("MINIDL_LOG_DISPATCH")) s->log_level = std::atoi(v);
-    if (const char* v = std::getenv("MINIDL_PROFILE")) s->profile = std::atoi(v) > 0;
+    s->log_level = static_cast<int>(settings::log_dispatch.read());
+    s->profile = settings::profile.read();
     if (s->profile) std::atexit(print_profile);
     return s;
   }();
@@ -64,8 +112,8 @@ void KernelRegistry::add(KernelInfo info) {
     MINIDL_CHECK(!(k->key == info.key && k->device == info.device && k->name == info.name),
                  "dispatch: kernel '", info.name, "' registered twice for ", info.key, " on ",
                  device_type_name(info.device));
+  s.invalidate(s.slot(info.key, info.device));
   s.kernels.push_back(std::make_unique<KernelInfo>(std::move(info)));
-  s.cache.clear();
 }
 
 bool KernelRegistry::remove(const std::string& key, DeviceType device, const std::string& name) {
@@ -75,12 +123,13 @@ bool KernelRegistry::remove(const std::string& key, DeviceType device, const std
     return k->key == key && k->device == device && k->name == name;
   });
   if (it == s.kernels.end()) return false;
+  s.invalidate(s.slot(key, device));
+  s.retired_kernels.push_back(std::move(*it));
   s.kernels.erase(it);
-  s.cache.clear();
   return true;
 }
 
-int KernelRegistry::log_level() const { return impl().log_level; }
+int KernelRegistry::log_level() const { return impl().log_level.load(); }
 
 void KernelRegistry::set_log_level(int level) {
   Impl& s = impl();
@@ -92,22 +141,11 @@ void KernelRegistry::set_log_level(int level) {
 const std::vector<const KernelInfo*>& KernelRegistry::candidates(const std::string& key, DeviceType device) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const auto cache_key = std::make_pair(key, static_cast<int>(device));
-  auto it = s.cache.find(cache_key);
-  if (it != s.cache.end()) return it->second;
-
-  std::vector<const KernelInfo*> list;
-  for (const auto& k : s.kernels)
-    if (k->key == key && k->device == device) list.push_back(k.get());
-  std::stable_sort(list.begin(), list.end(),
-                   [](const KernelInfo* a, const KernelInfo* b) { return a->priority > b->priority; });
-  const std::string op = key.substr(0, key.find('.'));
-  auto sel = s.selection.find({op, static_cast<int>(device)});
-  if (sel != s.selection.end()) {
-    auto chosen = std::find_if(list.begin(), list.end(), [&](const KernelInfo* k) { return k->name == sel->second; });
-    if (chosen != list.end()) std::rotate(list.begin(), chosen, chosen + 1);
-  }
-  return s.cache.emplace(cache_key, std::move(list)).first->second;
+  KeySlot& slot = s.slot(key, device);
+  if (const std::vector<const KernelInfo*>* list = slot.candidates.load()) return *list;
+  auto* list = new std::vector<const KernelInfo*>(s.build_list(key, device));
+  slot.candidates.store(list);
+  return *list;
 }
 
 static std::string list_kernels_of(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op,
@@ -140,14 +178,20 @@ void KernelRegistry::select(const std::string& op, DeviceType device, const std:
     if (k->device == device && k->name == name) name_known = true;
   }
   MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'; ops: ", list_ops(s.kernels));
-  if (name.empty() || name == "default") {
-    s.selection.erase({op, dev});
-  } else {
-    MINIDL_CHECK(name_known, "kernel selection: op '", op, "' has no kernel '", name, "' on ",
-                 device_type_name(device), "; kernels there: ", list_kernels_of(s.kernels, op, dev));
+  const bool clear = name.empty() || name == "default";
+  MINIDL_CHECK(clear || name_known, "kernel selection: op '", op, "' has no kernel '", name, "' on ",
+               device_type_name(device), "; kernels there: ", list_kernels_of(s.kernels, op, dev));
+  auto it = s.selection.find({op, dev});
+  const std::string before = it == s.selection.end() ? "" : it->second;
+  const std::string after = clear ? "" : name;
+  if (before == after) return;  // nothing changes: the published lists stay
+  if (clear)
+    s.selection.erase(it);
+  else
     s.selection[{op, dev}] = name;
-  }
-  s.cache.clear();
+  for (auto& [key, per_device] : s.slots)
+    if (key.substr(0, key.find('.')) == op && per_device[static_cast<size_t>(device)])
+      s.invalidate(*per_device[static_cast<size_t>(device)]);
 }
 
 std::string KernelRegistry::selected(const std::string& op, DeviceType device) const {
@@ -173,57 +217,63 @@ std::vector<const KernelInfo*> KernelRegistry::all() const {
 
 std::string KernelRegistry::last_used(const std::string& key, DeviceType device) const {
   Impl& s = impl();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.last.find({key, static_cast<int>(device)});
-  return it == s.last.end() ? "" : it->second;
-}
-
-void KernelRegistry::note_used(const KernelInfo& k) {
-  Impl& s = impl();
-  std::string line;
+  KeySlot* slot = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    const auto id = std::make_pair(k.key, static_cast<int>(k.device));
-    s.last[id] = k.name;
-    // The declines of this call become the declines of the last served call.
-    std::vector<std::string>& pending = s.declining[id];
-    std::vector<std::string>& declined = s.declined[id];
-    declined.swap(pending);
-    pending.clear();
-    if (s.log_level >= 1) {
-      // Level 1 logs each (key, device, served kernel, kernels that declined) once, so a decline that
-      // happens every step ("copy cpu memcpy declined") is logged once, with the kernel that served after it.
-      std::string declines;
-      for (const std::string& name : declined) declines += (declines.empty() ? "" : ", ") + name;
-      const std::string what = k.name + (declines.empty() ? "" : " (after " + declines + " declined)");
-      if (s.log_level >= 2 || s.logged.insert(k.key + " " + device_type_name(k.device) + " " + what).second) {
-        char buf[512];
-        std::snprintf(buf, sizeof(buf), "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(),
-                      device_type_name(k.device), what.c_str());
-        line = buf;
-      }
+    slot = s.find_slot(key, device);
+  }
+  if (!slot) return "";
+  std::lock_guard<std::mutex> lock(slot->usage_mutex);
+  return slot->last_used;
+}
+
+void KernelRegistry::note_used(const KernelInfo& k, const DeclinedKernels& declined) {
+  Impl& s = impl();
+  KeySlot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    slot = &s.slot(k.key, k.device);
+  }
+  {
+    std::lock_guard<std::mutex> lock(slot->usage_mutex);
+    if (slot->last_used != k.name) slot->last_used = k.name;
+    if (declined.count > 0 || !slot->last_declined.empty()) {
+      slot->last_declined.clear();
+      for (int i = 0; i < declined.count; ++i) slot->last_declined.push_back(declined.kernels[i]->name);
     }
   }
-  if (!line.empty()) std::fputs(line.c_str(), stderr);
+  const int level = s.log_level.load();
+  if (level < 1) return;
+  // Level 1 logs each (key, device, served kernel, kernels that declined) once, so a decline that
+  // happens every step ("copy cpu memcpy declined") is logged once, with the kernel that served after it.
+  std::string declines;
+  for (int i = 0; i < declined.count; ++i) declines += (declines.empty() ? "" : ", ") + declined.kernels[i]->name;
+  const std::string what = k.name + (declines.empty() ? "" : " (after " + declines + " declined)");
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (level < 2 && !s.logged.insert(k.key + " " + device_type_name(k.device) + " " + what).second) return;
+  }
+  std::fprintf(stderr, "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(), device_type_name(k.device),
+               what.c_str());
 }
 
 void KernelRegistry::note_declined(const KernelInfo& k) {
-  Impl& s = impl();
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    s.declining[{k.key, static_cast<int>(k.device)}].push_back(k.name);
-  }
   // Level 1 names the declines on the line of the kernel that served (note_used); level 2 shows each.
-  if (s.log_level >= 2)
+  if (impl().log_level.load() >= 2)
     std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel\n", k.key.c_str(),
                  device_type_name(k.device), k.name.c_str());
 }
 
 std::vector<std::string> KernelRegistry::last_declined(const std::string& key, DeviceType device) const {
   Impl& s = impl();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.declined.find({key, static_cast<int>(device)});
-  return it == s.declined.end() ? std::vector<std::string>{} : it->second;
+  KeySlot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    slot = s.find_slot(key, device);
+  }
+  if (!slot) return {};
+  std::lock_guard<std::mutex> lock(slot->usage_mutex);
+  return slot->last_declined;
 }
 
 std::vector<std::string> last_declined_kernels(const std::string& key, DeviceType device) {
@@ -300,9 +350,12 @@ void apply_kernel_spec(KernelRegistry& registry, const std::string& spec) {
     }
     if (!applied) {
       // Rebuild a message that lists the kernels on every device.
+      // Each kernel once, though it serves several keys of the op (conv2d, conv2d.backward_input, ...).
+      std::set<std::string> unique;
       std::string names;
       for (const KernelInfo* k : registry.all())
-        if (k->op == op) names += (names.empty() ? "" : ", ") + k->name + "@" + device_type_name(k->device);
+        if (k->op == op && unique.insert(k->name + "@" + device_type_name(k->device)).second)
+          names += (names.empty() ? "" : ", ") + k->name + "@" + device_type_name(k->device);
       if (names.empty()) throw Error(first_error);
       throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'; kernels: ", names));
     }

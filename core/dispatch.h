@@ -50,6 +50,23 @@ struct KernelInfo {
   std::type_index signature = typeid(void);
 };
 
+// The kernels that declined one call before another served it (at most kMax are remembered), collected
+// by dispatch() on its own stack: concurrent calls of the same key never mix their declines.
+struct DeclinedKernels {
+  static constexpr int kMax = 8;
+  const KernelInfo* kernels[kMax] = {};
+  int count = 0;
+  void add(const KernelInfo& k) {
+    if (count < kMax) kernels[count++] = &k;
+  }
+};
+
+// Thread safety: every member may be called from any thread at any time. The kernel lists that
+// candidates() returns are immutable: selecting a kernel or registering one publishes new lists and
+// retires the old ones without freeing them (nor the KernelInfo of a removed kernel) until the process
+// ends, so a list a dispatch is walking stays valid whatever another thread selects meanwhile. A list is
+// built at the first call of its (key, device) after a change; a selection that changes nothing builds
+// none. The usage notes (last_used, last_declined) are per (key, device), each behind its own lock.
 class KernelRegistry {
  public:
   // The registry with every kernel registered (registration happens on first use).
@@ -62,7 +79,8 @@ class KernelRegistry {
   // which register a kernel of their own for a while (tests/test_util.h ScopedKernel).
   bool remove(const std::string& key, DeviceType device, const std::string& name);
 
-  // The kernels to try for (key, device), in order: the selected one first, then by priority.
+  // The kernels to try for (key, device), in order: the selected one first, then by priority. The list
+  // never changes and stays valid for the life of the process (see "Thread safety" above).
   const std::vector<const KernelInfo*>& candidates(const std::string& key, DeviceType device);
 
   // Makes `name` the first kernel tried for every key of `op` on `device` that has a kernel of that
@@ -78,7 +96,9 @@ class KernelRegistry {
   std::string last_used(const std::string& key, DeviceType device) const;
   // The kernels that declined the last call of (key, device) before one accepted it.
   std::vector<std::string> last_declined(const std::string& key, DeviceType device) const;
-  void note_used(const KernelInfo& k);
+  // Kernel `k` served a call after `declined` declined it: notes both, and logs them (MINIDL_LOG_DISPATCH).
+  void note_used(const KernelInfo& k, const DeclinedKernels& declined);
+  // Kernel `k` declined a call (logged at MINIDL_LOG_DISPATCH=2).
   void note_declined(const KernelInfo& k);
   // MINIDL_LOG_DISPATCH's level (0 off, 1 once per kernel, 2 every call); set_log_level overrides it.
   int log_level() const;
@@ -125,6 +145,7 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
   KernelRegistry& registry = KernelRegistry::instance();
   const std::vector<const KernelInfo*>& kernels = registry.candidates(key, device.type);
   const bool profiling = registry.profiling();
+  DeclinedKernels declined;
   for (const KernelInfo* k : kernels) {
     MINIDL_CHECK(k->signature == typeid(Fn), "dispatch: kernel '", k->name, "' of '", key,
                  "' was registered with another signature");
@@ -132,11 +153,12 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
     const double start = profiling ? profile_clock(device) : 0.0;
     if (fn(args...)) {
       if (profiling) registry.note_time(*k, profile_clock(device) - start);
-      registry.note_used(*k);
+      registry.note_used(*k, declined);
       if (numerics_checking()) check_kernel_outputs<Fn>(*k, args...);  // MINIDL_CHECK_NUMERICS (core/numerics.h)
       return;
     }
     registry.note_declined(*k);
+    declined.add(*k);
   }
   MINIDL_CHECK(!kernels.empty(), key, ": no kernel is registered for device ", device.str());
   std::string tried;

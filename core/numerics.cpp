@@ -6,20 +6,15 @@
 #include <cstdlib>
 
 #include "core/dispatch.h"
+#include "core/settings.h"
 #include "core/tensor.h"
 
 namespace minidl {
 
 namespace {
 
-// MINIDL_CHECK_NUMERICS: "" or "0" off, "1" on; anything else is an error naming the variable.
-bool parse_numerics_environment() {
-  const char* v = std::getenv("MINIDL_CHECK_NUMERICS");
-  const std::string text = v ? v : "";
-  MINIDL_CHECK(text.empty() || text == "0" || text == "1", "MINIDL_CHECK_NUMERICS must be 0 or 1, got '", text,
-               "'");
-  return text == "1";
-}
+// MINIDL_CHECK_NUMERICS, a switch (core/settings.h): a malformed value is an error naming the variable.
+bool parse_numerics_environment() { return settings::check_numerics.read(); }
 
 std::atomic<int>& checking_state() {
   // -1: not read from the environment yet.

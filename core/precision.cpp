@@ -2,10 +2,9 @@
 #include "core/precision.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include "core/error.h"
+#include "core/settings.h"
 
 namespace minidl {
 
@@ -15,10 +14,7 @@ namespace {
 std::atomic<int> g_precision{-1};
 
 Precision from_environment() {
-  static const Precision p = [] {
-    const char* v = std::getenv("MINIDL_TF32");
-    return v != nullptr && std::strcmp(v, "1") == 0 ? Precision::tf32 : Precision::fp32;
-  }();
+  static const Precision p = settings::tf32.read() ? Precision::tf32 : Precision::fp32;  // MINIDL_TF32
   return p;
 }
 

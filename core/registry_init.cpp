@@ -2,11 +2,12 @@
 //
 // Backend conditionals (#ifdef MINIDL_WITH_CUDA) live here and in the registration files, never in
 // op or layer logic.
-#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "core/backend.h"
 #include "core/dispatch.h"
+#include "core/settings.h"
 #include "cpu/register.h"
 
 #ifdef MINIDL_WITH_CUDA
@@ -26,7 +27,14 @@ void ensure_registered() {
     register_backend(DeviceType::cuda, make_cuda_backend());
     register_cuda_kernels();
 #endif
-    if (const char* spec = std::getenv("MINIDL_KERNELS")) apply_kernel_spec(KernelRegistry::raw(), spec);
+  });
+  // MINIDL_KERNELS (core/settings.h), once registration is complete. Apart from it: when the variable
+  // names an unknown kernel this throws, and throws again on the next use, rather than registering
+  // every kernel a second time.
+  static std::once_flag selection;
+  std::call_once(selection, [] {
+    const std::string spec = settings::kernels.read();
+    if (!spec.empty()) apply_kernel_spec(KernelRegistry::raw(), spec);
   });
 }
 

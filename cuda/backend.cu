@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "core/backend.h"
+#include "core/settings.h"
 #include "cuda/allocator.h"
 #include "cuda/cuda_common.h"
 #include "cuda/register.h"
@@ -121,8 +122,8 @@ DevicePool& pool(int device) {
 // Reads MINIDL_CUDA_MEMORY_LIMIT the first time a device allocates (unless an API call set a limit).
 void init_limit(DevicePool& p, int device) {
   if (p.limit_initialised) return;
-  const char* env = std::getenv("MINIDL_CUDA_MEMORY_LIMIT");
-  if (env && *env) {
+  const std::string env = settings::cuda_memory_limit.read();  // core/settings.h
+  if (!env.empty()) {
     // A malformed value throws here, and again on the next allocation: it is never silently ignored.
     p.stats.limit = parse_cuda_memory_limit(env, cuda::properties(device).totalGlobalMem);
     p.limit_source = str_cat("MINIDL_CUDA_MEMORY_LIMIT=", env);

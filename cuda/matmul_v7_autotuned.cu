@@ -30,6 +30,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/dispatch.h"
 #include "cuda/sgemm_split_k.cuh"
 #include "ops/kernel_signatures.h"
 
@@ -104,7 +105,7 @@ float time_candidate(const Candidate& c, const GemmBatch& g, const KSplit& plan,
 
 // Times every candidate that fits; returns the fastest one's index, or -1 when none fits.
 int tune(const GemmBatch& g, const KSplit& plan, int device) {
-  static const bool log = std::getenv("MINIDL_LOG_DISPATCH") != nullptr;
+  const bool log = KernelRegistry::instance().log_level() >= 1;  // MINIDL_LOG_DISPATCH
   int best = -1;
   float best_ms = 0;
   if (log)

@@ -83,6 +83,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/settings.h"
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 
@@ -275,9 +276,8 @@ constexpr int kDefaultConfig = 6;  // the fastest at 4096^3 and 2048^3 on the H2
 // The configuration MINIDL_V8_CONFIG names (read at every call, so a program or test may change it): unset
 // or empty, the default; otherwise an index or a name. Anything else throws, listing the valid values.
 const Config& selected_config() {
-  const char* env = std::getenv("MINIDL_V8_CONFIG");
-  if (env == nullptr || *env == '\0') return kConfigs[kDefaultConfig];
-  const std::string value = env;
+  const std::string value = settings::v8_config.read();  // core/settings.h
+  if (value.empty()) return kConfigs[kDefaultConfig];
   for (int i = 0; i < kConfigCount; ++i)
     if (value == kConfigs[i].name || value == std::to_string(i)) return kConfigs[i];
   std::string valid;

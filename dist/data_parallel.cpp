@@ -1,9 +1,9 @@
 #include "dist/data_parallel.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "core/random.h"
+#include "core/settings.h"
 #include "dist/process.h"
 #include "nn/data.h"
 #include "ops/ops.h"
@@ -13,16 +13,10 @@ namespace dist {
 
 DataParallelOptions DataParallelOptions::from_environment() {
   DataParallelOptions o;
-  if (const char* mb = std::getenv("MINIDL_DIST_BUCKET_MB")) {
-    double value = -1;
-    try {
-      value = std::stod(mb);
-    } catch (const std::exception&) {
-    }
-    MINIDL_CHECK(value > 0, "MINIDL_DIST_BUCKET_MB: '", mb, "' is not a positive number of MiB");
-    o.bucket_bytes = static_cast<size_t>(value * (1 << 20));
-  }
-  if (const char* overlap = std::getenv("MINIDL_DIST_OVERLAP")) o.overlap = std::string(overlap) != "0";
+  // Both strictly parsed, in range (core/settings.h); unset, the defaults above.
+  if (settings::dist_bucket_mb.is_set())
+    o.bucket_bytes = static_cast<size_t>(settings::dist_bucket_mb.read() * (1 << 20));
+  o.overlap = settings::dist_overlap.read();
   return o;
 }
 

@@ -5,6 +5,7 @@
 #include <typeinfo>
 
 #include "core/dispatch.h"
+#include "core/settings.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -172,13 +173,9 @@ Module& Sequential::operator[](size_t i) const {
 
 namespace {
 
-// MINIDL_FUSE_RELU: "" or "1" on (the default), "0" off; anything else is an error naming the variable.
-bool fusion_from_environment() {
-  const char* v = std::getenv("MINIDL_FUSE_RELU");
-  const std::string text = v ? v : "";
-  MINIDL_CHECK(text.empty() || text == "0" || text == "1", "MINIDL_FUSE_RELU must be 0 or 1, got '", text, "'");
-  return text != "0";
-}
+// MINIDL_FUSE_RELU, a switch that is on by default (core/settings.h); a malformed value is an error naming
+// the variable.
+bool fusion_from_environment() { return settings::fuse_relu.read(); }
 
 bool& fusion_flag() {
   static bool on = fusion_from_environment();

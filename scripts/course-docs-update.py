@@ -6,12 +6,15 @@ was meant (a marked region edited, a worked example's output changed), this scri
   - every ```cpp block after `<!-- snippet: PATH#NAME -->` with the region between `// [doc:NAME]` and
     `// [/doc:NAME]` of PATH (common indentation removed; preprocessor lines kept in column 0);
   - every ```text block after `<!-- output: NAME -->` with what `BUILD/bin/course_example NAME` prints.
-Then read the diff: the prose around a quote may need to change too. Line-range links (PATH#L10-L20) are not
-rewritten: the test's failure says where each name is now.
+Then read the diff: the prose around a quote may need to change too. With --links it also moves every
+line-range link (PATH#L10-L20) whose name moved: it runs the links test of BUILD/bin/minidl_tests and shifts
+each range it reports by the distance to the name's definition, keeping the range's length (read the diff:
+a definition that grew or shrank needs a new end line).
 
-  python3 scripts/course-docs-update.py [--build build]
+  python3 scripts/course-docs-update.py [--build build] [--links]
 """
 import argparse
+import html
 import pathlib
 import re
 import subprocess
@@ -61,9 +64,32 @@ def rewrite(text, build):
     return "\n".join(out)
 
 
+def move_links(build):
+    """Shifts the line ranges the links test reports as moved (its messages name the chapter, the link, the
+    range's first line of code and where the definition is now)."""
+    run = subprocess.run([str(build / "bin" / "minidl_tests"), "course: links resolve*", "--reporter", "xml"],
+                         capture_output=True, text=True)
+    text = html.unescape(run.stdout)  # the xml reporter: one message per line, never wrapped
+    moves = re.findall(r"(docs/course/[\w.-]+\.md): \[[^\n]*?\]\(([^)\s]+)\)\s+</Info>\s+<Info>\s+`[^`]+` is not defined where "
+                       r"lines \d+-\d+ of \S+ start \(their first line of code, (\d+), should define it\); its "
+                       r"definition is now at line (\d+)", text)
+    for md, target, code_line, now in moves:
+        m = re.search(r"#L(\d+)(?:-L(\d+))?$", target)
+        if not m or int(now) == 0:
+            print(f"{md}: {target}: no definition found; fix by hand")
+            continue
+        shift = int(now) - int(code_line)
+        first = int(m[1]) + shift
+        new = target[:m.start()] + f"#L{first}" + (f"-L{int(m[2]) + shift}" if m[2] else "")
+        path = ROOT / md
+        path.write_text(path.read_text().replace(f"]({target})", f"]({new})"))
+        print(f"{md}: {target} -> {new}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default="build", help="the build folder holding bin/course_example")
+    parser.add_argument("--links", action="store_true", help="also move line-range links whose names moved")
     args = parser.parse_args()
     build = ROOT / args.build
     if not (build / "bin" / "course_example").exists():
@@ -74,6 +100,8 @@ def main():
         if new != text:
             md.write_text(new)
             print(f"updated {md.relative_to(ROOT)}")
+    if args.links:
+        move_links(build)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
 #                      a temporary file left by a killed save is removed by the next run
 #   mnist_flags        bad flags, data and MINIDL_* values fail up front and name the flag, file or
 #                      variable: --limit too small for the schedule, an empty test set, --lr inf,
-#                      MINIDL_CUDA_MEMORY_LIMIT=garbage on a CPU run, MINIDL_CHECK_NUMERICS=yes
+#                      MINIDL_CUDA_MEMORY_LIMIT=garbage on a CPU run, MINIDL_CHECK_NUMERICS=maybe,
+#                      MINIDL_LOG_DISPATCH=5abc
 #   mnist_determinism  the same seed and threads give byte-identical checkpoints and metrics (CPU)
 #   captcha_nan        as mnist_nan, for `captcha train --lr 1e30`
 #   captcha_flags      --threads -1, --lr inf, --dropout 1, --save "", a --save folder that does not exist
@@ -196,8 +197,10 @@ mnist_flags)
   expect_refusal 2 "--lr: must be a finite positive number, got inf" -- "$mnist" "${train[@]}" --lr inf
   expect_refusal 1 "MINIDL_CUDA_MEMORY_LIMIT: cannot parse 'garbage'" -- \
     env MINIDL_CUDA_MEMORY_LIMIT=garbage "$mnist" "${train[@]}" --epochs 1
-  expect_refusal 1 "MINIDL_CHECK_NUMERICS must be 0 or 1, got 'yes'" -- \
-    env MINIDL_CHECK_NUMERICS=yes "$mnist" "${train[@]}" --epochs 1
+  expect_refusal 1 "MINIDL_CHECK_NUMERICS='maybe' is not valid; expected 1 or 0 (also yes/no, on/off, true/false)" -- \
+    env MINIDL_CHECK_NUMERICS=maybe "$mnist" "${train[@]}" --epochs 1
+  expect_refusal 1 "MINIDL_LOG_DISPATCH='5abc' is not valid: not a whole number" -- \
+    env MINIDL_LOG_DISPATCH=5abc "$mnist" "${train[@]}" --epochs 1
   echo "OK: bad flags, data and variables are refused before training, naming what is wrong"
   ;;
 

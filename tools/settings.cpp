@@ -1,10 +1,11 @@
 #include "tools/settings.h"
 
-#include <cstdlib>
+#include <cstdio>
 #include <exception>
 #include <sstream>
 
 #include "core/numerics.h"
+#include "core/settings.h"
 #include "nn/layers.h"
 
 namespace minidl {
@@ -21,33 +22,34 @@ std::string devices_with(const std::string& op) {
   return out.empty() ? "none" : out;
 }
 
+// What a valid setting does in this process, where the value alone does not say it (the fusion can also
+// be switched by the API; the numerics check names its cost). "" for the others.
+std::string effect(const Setting& s) {
+  if (&s == &settings::fuse_relu) {
+    if (!relu_fusion()) return "off: layers and ReLUs run as separate ops";
+    return "on: a Linear or Conv2d with a bias, or a BatchNorm, followed by a ReLU runs fused (bias_relu: " +
+           devices_with("bias_relu") + "; batch_norm_relu: " + devices_with("batch_norm_relu") +
+           "; other devices unfused)";
+  }
+  if (&s == &settings::check_numerics)
+    return numerics_checking() ? "on: every kernel output is checked for NaN and infinity" : "off";
+  return "";
+}
+
 }  // namespace
 
 std::string settings_report() {
   std::ostringstream os;
-  os << "Settings (environment)\n";
-  const char* kernels = std::getenv("MINIDL_KERNELS");
-  os << "  MINIDL_KERNELS         "
-     << (kernels && *kernels ? std::string(kernels) + " (tried first for those ops)" : std::string("none set"))
-     << "\n";
-  os << "  MINIDL_FUSE_RELU       ";
-  try {
-    check_fusion_environment();
-    if (relu_fusion())
-      os << "on: a Linear or Conv2d with a bias, or a BatchNorm, followed by a ReLU runs fused (bias_relu: "
-         << devices_with("bias_relu") << "; batch_norm_relu: " << devices_with("batch_norm_relu")
-         << "; other devices unfused)\n";
-    else
-      os << "off: layers and ReLUs run as separate ops\n";
-  } catch (const std::exception& e) {
-    os << "INVALID: " << e.what() << " (programs refuse to start)\n";
-  }
-  os << "  MINIDL_CHECK_NUMERICS  ";
-  try {
-    check_numerics_environment();
-    os << (numerics_checking() ? "on: every kernel output is checked for NaN and infinity\n" : "off\n");
-  } catch (const std::exception& e) {
-    os << "INVALID: " << e.what() << " (programs refuse to start)\n";
+  os << "Settings (environment variables, core/settings.h)\n";
+  for (const Setting* s : all_settings()) {
+    std::string value = describe_setting(*s);
+    if (value.rfind("INVALID", 0) != 0) {
+      const std::string what = effect(*s);
+      if (!what.empty()) value = what;
+    }
+    char name[40];
+    std::snprintf(name, sizeof name, "  %-26s ", s->name());
+    os << name << value << "\n" << std::string(29, ' ') << s->meaning() << "\n";
   }
   return os.str();
 }
