@@ -9,7 +9,6 @@
 //
 // cudaMalloc/cudaFree synchronise the device, which is why we keep blocks. cudaFree only happens when the
 // cache is emptied (cuda_empty_cache, or to make room before an out-of-memory error).
-#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -407,10 +406,10 @@ size_t cuda_memory_available(int device) {
   size_t free_bytes = 0, total_bytes = 0;
   cuda::set_device(device);
   MINIDL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  size_t available = free_bytes + p.stats.cached;
-  if (p.stats.limit != 0)
-    available = std::min(available, p.stats.limit > p.stats.in_use ? p.stats.limit - p.stats.in_use : size_t(0));
-  return available;
+  const size_t available = free_bytes + p.stats.cached;
+  if (p.stats.limit == 0) return available;
+  const size_t under_limit = p.stats.limit > p.stats.in_use ? p.stats.limit - p.stats.in_use : 0;
+  return available < under_limit ? available : under_limit;
 }
 
 int cuda_begin_private_pool(int device) {
