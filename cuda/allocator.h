@@ -38,6 +38,9 @@ void cuda_empty_cache();
 void set_cuda_memory_limit(int device, size_t bytes);
 // Sets peak_in_use to the current in_use.
 void reset_cuda_peak_memory(int device);
+// The bytes a new allocation of `device` may get now: the driver's free memory (cudaMemGetInfo) plus the
+// cached blocks (released to serve a request that needs them), and no more than the limit less in_use.
+size_t cuda_memory_available(int device);
 
 // ---- private pools, for CUDA graphs (cuda/graph.h)
 // A captured graph replays its kernels on the addresses they had at capture, so every block the graph

@@ -400,6 +400,19 @@ void reset_cuda_peak_memory(int device) {
   p.stats.peak_in_use = p.stats.in_use;
 }
 
+size_t cuda_memory_available(int device) {
+  DevicePool& p = pool(device);
+  std::lock_guard<std::mutex> lock(p.mutex);
+  init_limit(p, device);
+  size_t free_bytes = 0, total_bytes = 0;
+  cuda::set_device(device);
+  MINIDL_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t available = free_bytes + p.stats.cached;
+  if (p.stats.limit == 0) return available;
+  const size_t under_limit = p.stats.limit > p.stats.in_use ? p.stats.limit - p.stats.in_use : 0;
+  return available < under_limit ? available : under_limit;
+}
+
 int cuda_begin_private_pool(int device) {
   DevicePool& p = pool(device);
   std::lock_guard<std::mutex> lock(p.mutex);

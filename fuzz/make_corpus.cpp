@@ -1,6 +1,6 @@
 // fuzz/make_corpus.cpp — writes the seed inputs of the fuzz targets: fuzz_make_corpus DIR writes
 // DIR/<target>/<name>, a few small valid (and some nearly valid) files of each format, made by minidl's
-// own writers so they follow the formats as the code does. The committed seeds under fuzz/corpus/ were
+// own writers so they follow the formats as the code does (the bench's specs from its own tables). The committed seeds under fuzz/corpus/ were
 // written by it (`make fuzz-corpus` rewrites them).
 #include <stb_image_write.h>
 #include <zlib.h>
@@ -18,6 +18,7 @@
 #include "nn/image.h"
 #include "nn/optim.h"
 #include "ops/ops.h"
+#include "tools/bench/case.h"
 
 using namespace minidl;
 namespace fs = std::filesystem;
@@ -181,6 +182,22 @@ void captcha_folder_seeds() {
   write_text("captcha_folder", "names", std::string(1, '\2') + "A1_0.png\nB2_1.jpg\n12AB.bmp\nnotes.txt\n");
 }
 
+// The bench's --shape values: every family's default shapes and example as KEY:SPEC (the family's first
+// key), and a few that are refused (issue 23's crashers, trailing garbage).
+void bench_spec_seeds() {
+  int n = 0;
+  for (const bench::CaseFamily& family : bench::case_families()) {
+    const std::string& key = family.keys.front().key;
+    write_text("bench_spec", str_cat("example_", n++), key + ":" + family.example);
+    for (const bench::DefaultShape& shape : family.defaults)
+      write_text("bench_spec", str_cat("default_", n++), key + ":" + shape.spec);
+  }
+  write_text("bench_spec", "conv_stride_0", "conv2d:2x3x7x6,4x3x3x2,s0");
+  write_text("bench_spec", "gru_sequence_layers_0", "gru_sequence:4x2x3,h5,l0");
+  write_text("bench_spec", "matmul_m_too_large", "matmul:4294967297x1x1");
+  write_text("bench_spec", "trailing_garbage", "relu:4x4x4abc,");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -194,6 +211,7 @@ int main(int argc, char** argv) {
   checkpoint_seeds();
   captcha_folder_seeds();
   image_csv_seeds();
+  bench_spec_seeds();
   std::printf("fuzz_make_corpus: wrote the seeds under %s\n", argv[1]);
   return 0;
 }

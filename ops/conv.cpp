@@ -11,19 +11,6 @@
 
 namespace minidl {
 
-namespace {
-
-// The output size along one axis, with the checks that make it positive.
-int64_t conv_output_size(const char* axis, int64_t in, int64_t kernel, int stride, int pad, const Tensor& x,
-                         const Tensor& w) {
-  const int64_t padded = in + 2 * static_cast<int64_t>(pad);
-  MINIDL_CHECK(kernel <= padded, "conv2d: the kernel ", shape_str(w.shape()), " is larger than the padded input along ",
-               axis, " (", kernel, " > ", padded, " = ", in, " + 2*", pad, ") for input ", shape_str(x.shape()));
-  return (padded - kernel) / stride + 1;
-}
-
-}  // namespace
-
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
   check_floating("conv2d", x);
   check_floating("conv2d", w);
@@ -31,21 +18,18 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
   check_same_dtype("conv2d", {x, w, bias});
   check_dim("conv2d", x, 4, "[N, C, H, W] for the input");
   check_dim("conv2d", w, 4, "[O, C, KH, KW] for the weight");
-  MINIDL_CHECK(p.stride_h > 0 && p.stride_w > 0, "conv2d: strides must be positive, got ", p.stride_h, "x", p.stride_w);
-  MINIDL_CHECK(p.pad_h >= 0 && p.pad_w >= 0, "conv2d: padding must be non-negative, got ", p.pad_h, "x", p.pad_w);
-  const int64_t n = x.shape()[0], c = x.shape()[1], o = w.shape()[0];
-  MINIDL_CHECK(w.shape()[1] == c, "conv2d: the input ", shape_str(x.shape()), " has ", c, " channels but the weight ",
-               shape_str(w.shape()), " expects ", w.shape()[1]);
+  // Sizes of at least 1, the same channels, strides of at least 1, padding of at least 0, the kernel
+  // within the padded input (ops/op_checks.h).
+  const Shape y_shape = conv2d_output_shape(x.shape(), w.shape(), p);
+  const int64_t n = y_shape[0], o = y_shape[1], oh = y_shape[2], ow = y_shape[3];
   if (bias.defined()) {
     check_floating("conv2d", bias);
     MINIDL_CHECK(bias.dim() == 1 && bias.shape()[0] == o, "conv2d: bias of shape ", shape_str(bias.shape()),
                  " does not match the weight ", shape_str(w.shape()), " (expected [", o, "])");
   }
-  const int64_t oh = conv_output_size("height", x.shape()[2], w.shape()[2], p.stride_h, p.pad_h, x, w);
-  const int64_t ow = conv_output_size("width", x.shape()[3], w.shape()[3], p.stride_w, p.pad_w, x, w);
 
   const Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
-  Tensor y = empty({n, o, oh, ow}, x.options());
+  Tensor y = empty(y_shape, x.options());
   dispatch<Conv2dKernel>("conv2d", x.device(), xc, wc, y, p);
   // The bias broadcast over [N, O, OH*OW] rather than [N, O, OH, OW]: the same sum, in far fewer and
   // longer rows for the elementwise kernels.

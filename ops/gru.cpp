@@ -19,6 +19,7 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
   check_same_device("gru_cell", {gi, gh, h});
   check_same_dtype("gru_cell", {gi, gh, h});
   check_dim("gru_cell", h, 2, "[N, H] for the hidden state");
+  check_sizes("gru_cell", h.shape(), "the hidden state");  // no empty batch, no hidden size 0
   const int64_t N = h.shape()[0], H = h.shape()[1];
   for (const Tensor* t : {&gi, &gh})
     MINIDL_CHECK(t->dim() == 2 && t->shape()[0] == N && t->shape()[1] == 3 * H, "gru_cell: gi ",

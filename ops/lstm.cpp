@@ -21,6 +21,7 @@ Tensor lstm_cell(const Tensor& gi, const Tensor& gh, const Tensor& c) {
   check_same_device("lstm_cell", {gi, gh, c});
   check_same_dtype("lstm_cell", {gi, gh, c});
   check_dim("lstm_cell", c, 2, "[N, H] for the cell state");
+  check_sizes("lstm_cell", c.shape(), "the cell state");  // no empty batch, no hidden size 0
   const int64_t N = c.shape()[0], H = c.shape()[1];
   for (const Tensor* t : {&gi, &gh})
     MINIDL_CHECK(t->dim() == 2 && t->shape()[0] == N && t->shape()[1] == 4 * H, "lstm_cell: gi ",

@@ -15,25 +15,12 @@ namespace minidl {
 
 namespace {
 
-int64_t pool_output_size(const char* op, const char* axis, int64_t in, int kernel, int stride, int pad,
-                         const Tensor& x) {
-  MINIDL_CHECK(kernel > 0 && stride > 0, op, ": the window and stride must be positive, got window ", kernel,
-               " and stride ", stride, " along ", axis);
-  MINIDL_CHECK(pad >= 0 && 2 * pad <= kernel, op, ": padding ", pad, " along ", axis,
-               " must be between 0 and half the window (", kernel, ")");
-  const int64_t padded = in + 2 * static_cast<int64_t>(pad);
-  MINIDL_CHECK(kernel <= padded, op, ": the window (", kernel, ") is larger than the padded input along ", axis, " (",
-               padded, ") for input ", shape_str(x.shape()));
-  return (padded - kernel) / stride + 1;
-}
-
 // Checks x and the parameters, returns an uninitialised output of the pooled shape.
 Tensor pooled_output(const char* op, const Tensor& x, const Pool2dParams& p) {
   check_floating(op, x);
   check_dim(op, x, 4, "[N, C, H, W]");
-  const int64_t oh = pool_output_size(op, "height", x.shape()[2], p.kernel_h, p.stride_h, p.pad_h, x);
-  const int64_t ow = pool_output_size(op, "width", x.shape()[3], p.kernel_w, p.stride_w, p.pad_w, x);
-  return empty({x.shape()[0], x.shape()[1], oh, ow}, x.options());
+  // Sizes, window and stride of at least 1, padding within half the window (ops/op_checks.h).
+  return empty(pool2d_output_shape(op, x.shape(), p), x.options());
 }
 
 Pool2dParams square(int kernel, int stride, int padding) {

@@ -6,7 +6,7 @@
 #   cli        compare on a small MNIST fixture with --cpu-limit: exit 0, the CPU run (and the GPU run
 #              first, when there is a GPU; otherwise the reason), table.md, curves.svg and the metrics; plot
 #              of two runs of different lengths, against epoch and step; bad input exits non-zero with a
-#              message naming it
+#              message naming it (2 for a flag error, 1 for a bad file: a FIFO refused, never waited on)
 #   interrupt  SIGINT to compare while a run trains: the run is stopped (the signal is passed on, even
 #              though a background job starts with SIGINT ignored), compare exits 130, and no other run
 #              starts and no table is written
@@ -73,9 +73,19 @@ case $case_name in
     expect 1 "old.jsonl: no 'step' in its records" "$minidl" plot "$dir/old.jsonl" -o "$dir/x.svg" --x step
     expect 1 "--y bleu: no run has 'bleu'" "$minidl" plot "$dir/old.jsonl" -o "$dir/x.svg" --y bleu
     expect 1 "cannot write '$dir/no/x.svg'" "$minidl" plot "$dir/old.jsonl" -o "$dir/no/x.svg" --y loss
-    expect 1 "--device is set by compare itself" "$minidl" compare --out "$dir/o2" -- --device cpu
-    expect 2 "nope" "$minidl" compare --example nope   # a flag error exits 2, as mnist's and captcha's do
+    # Flag errors exit 2, as mnist's and captcha's do: CLI11's own, and those compare and bench check after it.
+    expect 2 "minidl: compare: --device is set by compare itself and cannot follow \`--\` (it runs cuda, then cpu)" \
+      "$minidl" compare --out "$dir/o2" -- --device cpu
+    expect 2 "nope" "$minidl" compare --example nope
     expect 2 "--bogus" "$minidl" bench --bogus
+    expect 2 "minidl: bench --shape conv2d:2x3x7x6,4x3x3x2,s0: stride 's0' must be at least 1" \
+      "$minidl" bench --shape conv2d:2x3x7x6,4x3x3x2,s0
+    # A FIFO is refused, not read (reading it would block forever): timeout makes a hang a failure.
+    mkfifo "$dir/fifo.jsonl"
+    expect 1 "minidl: metrics log: '$dir/fifo.jsonl' is a FIFO (named pipe), not a file" \
+      timeout 10 "$minidl" plot "$dir/fifo.jsonl" -o "$dir/x.svg"
+    [ -e "$dir/x.svg" ] && fail "plot wrote an SVG from a FIFO"
+    expect 1 "minidl: metrics log: '$dir' is a directory, not a file" "$minidl" plot "$dir" -o "$dir/x.svg"
     # A run that fails: compare stops with exit 1 and names the run's log.
     expect 1 "run failed (exit status 1); its output is in $dir/o3/" "$minidl" compare --data "$dir/none" \
       --out "$dir/o3"

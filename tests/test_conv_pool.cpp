@@ -198,9 +198,58 @@ TEST_CASE("conv2d errors name the op and the shapes", "[conv][errors]") {
   CHECK_THROWS_WITH(conv2d(zeros({1, 3, 8, 8}), zeros({4, 3, 3, 3}), zeros({3})),
                     Catch::Contains("conv2d: bias of shape [3] does not match the weight [4,3,3,3]"));
   CHECK_THROWS_WITH(conv2d(zeros({1, 3, 8, 8}), zeros({4, 3, 3, 3}), Tensor(), 0),
-                    Catch::Contains("conv2d: strides must be positive"));
+                    "conv2d: stride 0 along height must be at least 1");
   CHECK_THROWS_WITH(conv2d(zeros({1, 3, 8, 8}), zeros({4, 3, 3, 3}, DType::float64)),
                     Catch::Contains("conv2d: dtypes differ"));
+}
+
+// Issue 23 item 5: what the library API could be given and should refuse rather than divide by zero,
+// read out of bounds or overflow a size: sizes of 0, strides below 1, negative or absurd padding.
+TEST_CASE("conv2d refuses zero sizes, strides below 1, negative padding and an output too large to index",
+          "[conv][errors]") {
+  const Tensor x = zeros({1, 3, 8, 8}), w = zeros({4, 3, 3, 3});
+  Conv2dParams p;
+  p.stride_w = 0;
+  REQUIRE_THROWS_WITH(conv2d(x, w, Tensor(), p), "conv2d: stride 0 along width must be at least 1");
+  p = Conv2dParams();
+  p.stride_h = -2;
+  REQUIRE_THROWS_WITH(conv2d(x, w, Tensor(), p), "conv2d: stride -2 along height must be at least 1");
+  p = Conv2dParams();
+  p.pad_w = -1;
+  REQUIRE_THROWS_WITH(conv2d(x, w, Tensor(), p), "conv2d: padding -1 along width must be at least 0");
+  REQUIRE_THROWS_WITH(conv2d(x, zeros({4, 3, 0, 3})),
+                      "conv2d: the weight [4,3,0,3] has size 0 in dim 2; every size must be at least 1");
+  REQUIRE_THROWS_WITH(conv2d(x, zeros({0, 3, 3, 3})),
+                      "conv2d: the weight [0,3,3,3] has size 0 in dim 0; every size must be at least 1");
+  REQUIRE_THROWS_WITH(conv2d(zeros({1, 3, 0, 8}), w, Tensor(), 1, 2),
+                      "conv2d: the input [1,3,0,8] has size 0 in dim 2; every size must be at least 1");
+  REQUIRE_THROWS_WITH(conv2d(zeros({1, 0, 8, 8}), zeros({4, 0, 3, 3})),
+                      "conv2d: the input [1,0,8,8] has size 0 in dim 1; every size must be at least 1");
+  // Padding of 2^31 - 1 makes an output of 4294967295 x 4294967295: more elements than an int64 counts.
+  const int huge = std::numeric_limits<int>::max();
+  REQUIRE_THROWS_WITH(conv2d(zeros({1, 1, 1, 1}), zeros({1, 1, 1, 1}), Tensor(), 1, huge),
+                      "conv2d: the output [1,1,4294967295,4294967295] has more than 2^58 (288230376151711744) elements");
+}
+
+TEST_CASE("pooling refuses zero sizes, windows and strides below 1, and padding beyond half the window",
+          "[pool][errors]") {
+  const Tensor x = zeros({1, 1, 4, 4});
+  Pool2dParams p;
+  p.kernel_w = 0;
+  REQUIRE_THROWS_WITH(max_pool2d(x, p), "max_pool2d: window 0 along width must be at least 1");
+  p = Pool2dParams();
+  p.stride_h = 0;
+  REQUIRE_THROWS_WITH(avg_pool2d(x, p), "avg_pool2d: stride 0 along height must be at least 1");
+  REQUIRE_THROWS_WITH(avg_pool2d(x, 2, 0), "avg_pool2d: stride 0 along height must be at least 1");
+  REQUIRE_THROWS_WITH(max_pool2d(x, 2, 2, -1),
+                      "max_pool2d: padding -1 along height must be between 0 and half the window (2)");
+  // 2 * (2^31 - 1) overflowed an int to -2, which passed the half-window check.
+  REQUIRE_THROWS_WITH(max_pool2d(x, 2, 2, std::numeric_limits<int>::max()),
+                      "max_pool2d: padding 2147483647 along height must be between 0 and half the window (2)");
+  REQUIRE_THROWS_WITH(max_pool2d(zeros({1, 0, 4, 4}), 2),
+                      "max_pool2d: the input [1,0,4,4] has size 0 in dim 1; every size must be at least 1");
+  REQUIRE_THROWS_WITH(avg_pool2d(zeros({1, 1, 0, 4}), 1),
+                      "avg_pool2d: the input [1,1,0,4] has size 0 in dim 2; every size must be at least 1");
 }
 
 // ---------------------------------------------------------------- pooling
@@ -399,8 +448,7 @@ TEST_CASE("pooling errors name the op and the shapes", "[pool][errors]") {
   CHECK_THROWS_WITH(avg_pool2d(zeros({1, 1, 2, 2}), 3),
                     "avg_pool2d: the window (3) is larger than the padded input along height (2) for input [1,1,2,2]");
   CHECK_THROWS_WITH(max_pool2d(zeros({4, 4}), 2), Catch::Contains("max_pool2d: expected a 4-D tensor [N, C, H, W]"));
-  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), 0),
-                    Catch::Contains("max_pool2d: the window and stride must be positive"));
+  CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), 0), "max_pool2d: window 0 along height must be at least 1");
   CHECK_THROWS_WITH(avg_pool2d(zeros({1, 1, 4, 4}, DType::int64), 2),
                     Catch::Contains("avg_pool2d: needs a float32 or float64"));
 }

@@ -187,6 +187,15 @@ TEST_CASE("gru_sequence: argument errors name the shapes", "[gru_sequence]") {
   CHECK_THROWS_WITH(gru_sequence(zeros({2, 1, 5}), params, 1, true), Catch::Contains("w_ih of layer 0"));
   CHECK_THROWS_WITH(gru_sequence(zeros({2, 1, 4}, DType::float64), params, 1, true), Catch::Contains("dtypes differ"));
   CHECK_THROWS_WITH(gru_sequence(zeros({0, 1, 4}), params, 1, true), Catch::Contains("empty input"));
+  // Issue 23 item 5: zero layers and hidden size 0 (which crashed the naive kernel when the bench called it
+  // directly) are refused by the op.
+  CHECK_THROWS_WITH(gru_sequence(zeros({2, 1, 4}), {}, 0, false), "gru_sequence: num_layers must be at least 1, got 0");
+  CHECK_THROWS_WITH(gru_sequence(zeros({2, 1, 4}), {zeros({0, 4}), zeros({0, 0}), zeros({0}), zeros({0})}, 1, false),
+                    Catch::StartsWith("gru_sequence: w_hh of layer 0 must be [3H, H] with H > 0, got [0,0]"));
+  CHECK_THROWS_WITH(gru_cell(zeros({2, 0}), zeros({2, 0}), zeros({2, 0})),
+                    "gru_cell: the hidden state [2,0] has size 0 in dim 1; every size must be at least 1");
+  CHECK_THROWS_WITH(gru_cell(zeros({0, 9}), zeros({0, 9}), zeros({0, 3})),
+                    "gru_cell: the hidden state [0,3] has size 0 in dim 0; every size must be at least 1");
 }
 
 TEST_CASE("cuda: gru_sequence cudnn kernel against the CPU naive kernel", "[cuda][gru_sequence]") {

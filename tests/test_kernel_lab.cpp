@@ -1,7 +1,8 @@
 // tests/test_kernel_lab.cpp — the tools around the dispatch table: `minidl bench` (its table, JSON Lines
 // and SVG, its error column catching a wrong kernel, a case for every key), `minidl kernels` (priorities,
-// signatures, filters, the error for an unknown op), MINIDL_LOG_DISPATCH=1 logging once, and the
-// guide docs/adding-a-kernel.md showing its example kernel (cpu/matmul_ikj.cpp) as it is in the tree.
+// signatures, filters, the error for an unknown op), the --shape reader refusing bad fields before any
+// work, MINIDL_LOG_DISPATCH=1 logging once, and the guide docs/adding-a-kernel.md showing its example
+// kernel (cpu/matmul_ikj.cpp) as it is in the tree.
 // Nothing here asserts a time: the bench runs tiny shapes, and only the shape of its output is checked.
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <sstream>
 
 #include "core/dispatch.h"
+#include "core/random.h"
 #include "tests/test_util.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
@@ -260,6 +262,92 @@ TEST_CASE("minidl bench: unknown ops, kernels and malformed shapes are errors th
   o.ops = {};
   CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("NxCxHxW,OxCxKHxKW[,sSpP]"));
   std::fclose(sink);
+}
+
+// Issue 23 item 5: specs that crashed the bench (a division by zero, a segfault in a naive kernel), tried to
+// allocate far more than the machine has, or were silently accepted with garbage after them. Each is refused
+// by run_bench before it measures the machine, with one line naming the field at fault.
+TEST_CASE("minidl bench: zero, absurd and malformed --shape fields are refused, naming the field",
+          "[bench][errors]") {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"conv2d:2x3x7x6,4x3x3x2,s0",
+       "bench --shape conv2d:2x3x7x6,4x3x3x2,s0: stride 's0' must be at least 1 (syntax conv2d:NxCxHxW,OxCxKHxKW[,sSpP])"},
+      {"conv2d:2x3x7x6,4x3x3x2,s1x0", "stride 's1x0' must be at least 1"},
+      {"conv2d:2x3x7x6,4x3x0x2", "bench --shape conv2d:2x3x7x6,4x3x0x2: KH = 0 must be at least 1"},
+      {"max_pool2d:2x3x7x6,k0", "bench --shape max_pool2d:2x3x7x6,k0: window 'k0' must be at least 1"},
+      {"max_pool2d:2x3x7x6,k2s0", "bench --shape max_pool2d:2x3x7x6,k2s0: stride 's0' must be at least 1"},
+      {"avg_pool2d.backward:2x3x7x6,k2x0", "window 'k2x0' must be at least 1"},
+      {"max_pool2d:2x3x7x6,k2p2",
+       "max_pool2d: padding 2 along height must be between 0 and half the window (2)"},
+      {"gru_sequence:4x2x3,h5,l0",
+       "bench --shape gru_sequence:4x2x3,h5,l0: the number of layers 'l0' must be at least 1"},
+      {"lstm_sequence:4x2x3,h5,l0",
+       "bench --shape lstm_sequence:4x2x3,h5,l0: the number of layers 'l0' must be at least 1"},
+      {"lstm_sequence:4x2x3,h0", "the hidden size 'h0' must be at least 1"},
+      {"gru_sequence:4x2x3,l2", "the hidden size hH is required"},
+      {"matmul:4294967297x1x1",
+       "bench --shape matmul:4294967297x1x1: M = 4294967297 is larger than 2147483647 (the largest size the kernels "
+       "take)"},
+      {"matmul:99999999999999999999999x1x1", "M = 99999999999999999999999 is larger than 2147483647"},
+      {"matmul:0x4x4", "M = 0 must be at least 1"},
+      {"matmul:2147483647x2147483647x2147483647", "a [1,2147483647,2147483647] has more than"},
+      {"matmul:4x4x4,b0", "the batch 'b0' must be at least 1"},
+      {"ctc_loss:6x2x5,s0", "the number of targets 's0' must be at least 1"},
+      {"ctc_loss:6x2x1,s1", "C = 1 must be at least 2"},
+      {"gather:2x5x3,k0", "the number of indices 'k0' must be at least 1"},
+      // Garbage after a number, a trailing comma, a missing or repeated field, an unknown option.
+      {"relu:4x4x4abc", "bench --shape relu:4x4x4abc: '4x4x4abc' is not a list of sizes like 64x32x26 ('a' after '4x4x4')"},
+      {"relu:4x4x4,", "bench --shape relu:4x4x4,: part 2 is empty (a comma too many)"},
+      {"matmul:4x4x4,", "part 2 is empty (a comma too many)"},
+      {"conv2d:2x3x7x6,4x3x3x2,", "part 3 is empty (a comma too many)"},
+      {"sgd_step:3x4,,5", "part 2 is empty (a comma too many)"},
+      {"matmul:4x4", "'4x4' has 2 size(s); expected 3 (M x N x K)"},
+      {"matmul:4x4x4x4", "'4x4x4x4' has more than 3 size(s); expected 3 (M x N x K)"},
+      {"relu:4 4", "'4 4' is not a list of sizes like 64x32x26 (' ' after '4')"},
+      {"conv2d:2x3x7x6,4x3x3x2,s", "option 's' in 's' needs a number"},
+      {"conv2d:2x3x7x6,4x3x3x2,s1d2", "unexpected 'd' in 's1d2'"},
+      {"max_pool2d:2x3x7x6,k2k3", "option 'k' is given twice"},
+      {"gru_sequence:4x2x3,h5,h6", "option 'h' is given twice"},
+      {"matmul:7x5x3,ta,ta", "option 'ta' is given twice"},
+      {"matmul:7x5x3,tx", "unknown option 'tx' (options: ta, tb, bB)"},
+      {"gru_cell:3x4x5", "'3x4x5' has more than 2 size(s); expected 2 (N x H)"},
+      {"copy:5x7,t,t", "expected 1 to 2 comma-separated part(s)"},
+  };
+  std::FILE* sink = std::tmpfile();
+  for (const auto& [spec, message] : bad) {
+    bench::BenchOptions o = tiny_options();
+    o.shapes = {spec};
+    INFO(spec);
+    REQUIRE_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains(message));
+  }
+  // A valid spec whose tensors (8 TB) pass this machine's free memory: refused, with both numbers.
+  bench::BenchOptions o = tiny_options();
+  o.shapes = {"matmul:2000000000x2x1,b1000"};
+  REQUIRE_THROWS_WITH(bench::run_bench(o, sink),
+                      Catch::StartsWith("bench --shape matmul:2000000000x2x1,b1000: this case needs 24 TB for its "
+                                        "tensors, more than the ") &&
+                          Catch::Contains(" on the CPU ("));
+  std::fclose(sink);
+}
+
+TEST_CASE("minidl bench: every default and example spec reads, and its tensors are counted", "[bench]") {
+  for (const bench::CaseFamily& family : bench::case_families())
+    for (const bench::CaseKey& k : family.keys) {
+      INFO(k.key);
+      for (const bench::DefaultShape& shape : family.defaults) {
+        INFO(shape.spec);
+        CHECK(family.check(k.key, shape.spec) > 0);
+      }
+      // The count covers at least the outputs the case compares.
+      manual_seed(1);
+      const bench::BenchCase c = family.make(k.key, family.example, Device::cpu());
+      double output_bytes = 0;
+      for (const Tensor& t : c.outputs()) output_bytes += static_cast<double>(t.numel()) * dtype_size(t.dtype());
+      CHECK(family.check(k.key, family.example) >= output_bytes);
+      CHECK(bench::check_shape_flag(k.key + ":" + family.example) > 0);
+    }
+  CHECK_THROWS_WITH(bench::check_shape_flag("conv2d:2x3x7x6,4x3x3x2,s0"), Catch::Contains("stride 's0'"));
+  CHECK_THROWS_WITH(bench::check_shape_flag("matmull:4x4x4"), Catch::Contains("unknown op 'matmull'"));
 }
 
 TEST_CASE("minidl kernels: priorities and signatures, filters, and an error for an unknown op", "[kernels]") {

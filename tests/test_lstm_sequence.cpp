@@ -147,6 +147,12 @@ TEST_CASE("lstm_sequence: argument errors name the shapes", "[lstm_sequence]") {
   CHECK_THROWS_WITH(lstm_sequence(zeros({2, 1, 5}), params, 1, true), Catch::Contains("[12,5]"));
   CHECK_THROWS_WITH(lstm_sequence(zeros({2, 1, 4}, DType::float64), params, 1, true), Catch::Contains("dtypes differ"));
   CHECK_THROWS_WITH(lstm_sequence(zeros({0, 1, 4}), params, 1, true), Catch::Contains("empty input"));
+  // Issue 23 item 5: zero layers and hidden size 0 are refused by the op, and by the cell.
+  CHECK_THROWS_WITH(lstm_sequence(zeros({2, 1, 4}), {}, 0, false), "lstm_sequence: num_layers must be at least 1, got 0");
+  CHECK_THROWS_WITH(lstm_sequence(zeros({2, 1, 4}), {zeros({0, 4}), zeros({0, 0}), zeros({0}), zeros({0})}, 1, false),
+                    Catch::StartsWith("lstm_sequence: w_hh of layer 0 must be [4H, H] with H > 0, got [0,0]"));
+  CHECK_THROWS_WITH(lstm_cell(zeros({2, 0}), zeros({2, 0}), zeros({2, 0})),
+                    "lstm_cell: the cell state [2,0] has size 0 in dim 1; every size must be at least 1");
   // GRU-shaped weights (3H rows) are not an LSTM's.
   const std::vector<Tensor> gru_params = random_rnn_params(4, 3, 1, false, 3, DType::float32);
   CHECK_THROWS_WITH(lstm_sequence(zeros({2, 1, 4}), gru_params, 1, false), Catch::Contains("must be [12,4]"));

@@ -218,7 +218,7 @@ std::string comparison_table(const Comparison& c) {
 }
 
 // ---------------------------------------------------------------- the command
-int run_compare(const CompareOptions& o, std::FILE* out) {
+void check_compare_options(const CompareOptions& o) {
   MINIDL_CHECK(o.example == "mnist" || o.example == "captcha", "compare: --example must be mnist or captcha, got '",
                o.example, "'");
   MINIDL_CHECK(o.epochs >= 0, "compare: --epochs must be at least 1");
@@ -227,6 +227,10 @@ int run_compare(const CompareOptions& o, std::FILE* out) {
                "compare: --cpu-limit sets captcha's --epoch-size, which only generated captchas have; with --data "
                "the CPU trains on the whole folder (leave out --cpu-limit, or --data)");
   check_extra_flags(o);
+}
+
+int run_compare(const CompareOptions& o, std::FILE* out) {
+  check_compare_options(o);
   const std::string dir = o.program_dir.empty() ? executable_dir() : o.program_dir;
   const std::string program = dir + "/" + o.example;
   MINIDL_CHECK(::access(program.c_str(), X_OK) == 0, "compare: '", program, "' is missing (", std::strerror(errno),

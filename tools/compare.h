@@ -75,8 +75,13 @@ struct Comparison {
 // The side-by-side table and its notes, in Markdown (printed as is, and written to table.md).
 std::string comparison_table(const Comparison& c);
 
+// Throws an Error for options that contradict each other or the flags after `--` (a flag compare sets
+// itself): usage errors, which `minidl compare` reports with exit status 2, as CLI11's own.
+void check_compare_options(const CompareOptions& options);
+
 // The whole command; progress and the table go to `out`. Returns the exit status: 0, 1 when a run
-// failed, 128 + the signal when interrupted. Throws an Error for bad options (before running anything).
+// failed, 128 + the signal when interrupted. Throws an Error for bad options (check_compare_options,
+// before running anything) and when the programs or --out cannot be used.
 int run_compare(const CompareOptions& options, std::FILE* out);
 
 }  // namespace minidl

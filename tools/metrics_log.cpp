@@ -1,15 +1,12 @@
 // tools/metrics_log.cpp — the --metrics reader of tools/metrics_log.h.
 #include "tools/metrics_log.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/files.h"
 
 namespace minidl {
 
@@ -64,13 +61,9 @@ MetricsLog parse_metrics_log(const std::string& text, const std::string& name) {
 }
 
 MetricsLog read_metrics_log(const std::string& path) {
-  MINIDL_CHECK(!std::filesystem::is_directory(path), "'", path, "' is a folder, not a --metrics file");
-  std::ifstream in(path, std::ios::binary);
-  MINIDL_CHECK(in.good(), "cannot read '", path, "': ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  MINIDL_CHECK(!in.bad(), "cannot read '", path, "': ", std::strerror(errno));
-  return parse_metrics_log(text.str(), path);
+  // A regular file only: a FIFO would block the reader forever, a folder or a device is named as such.
+  const std::vector<uint8_t> bytes = read_regular_file(path, "metrics log", kMaxMetricsLogBytes);
+  return parse_metrics_log(std::string(bytes.begin(), bytes.end()), path);
 }
 
 }  // namespace minidl

@@ -10,6 +10,7 @@
 // skipped; a line that is not a JSON object (a run killed in the middle of a write) is skipped with a
 // warning naming FILE:LINE. A file with no record holding a number is an error.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -40,7 +41,10 @@ struct MetricsLog {
 // Parses `text` (the contents of a file called `name`, for messages). Throws an Error when no line holds
 // a record with a number.
 MetricsLog parse_metrics_log(const std::string& text, const std::string& name);
-// Reads and parses the file; throws an Error naming it when it cannot be read.
+// Reads and parses the file; throws an Error naming it when it cannot be read, when it is not a regular
+// file (a folder, a FIFO, a device: nn/files.h), or when it is larger than kMaxMetricsLogBytes.
 MetricsLog read_metrics_log(const std::string& path);
+// A log gets one line of a few hundred bytes per epoch: a gigabyte is millions of epochs.
+constexpr uint64_t kMaxMetricsLogBytes = uint64_t(1) << 30;
 
 }  // namespace minidl

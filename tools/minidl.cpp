@@ -41,6 +41,8 @@ static std::string shape_syntax_help() {
                   (d.device.empty() ? "" : " (" + d.device + ")");
     help += "      default: " + defaults + "\n";
   }
+  help += "Sizes are whole numbers from 1 to 2147483647, each option is given at most once, and a case must fit the "
+          "device's free memory (docs/results/benchmarks.md).\n";
   help += "e.g. --shape matmul:4096x4096x4096 --shape conv2d:128x64x32x32,128x64x3x3,s1p1\n";
   return help;
 }
@@ -114,6 +116,15 @@ int main(int argc, char** argv) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A flag error exits 2, as in mnist and captcha (CLI11's own codes, 105 to 115, mean nothing to a shell).
     std::fprintf(stderr, "minidl: %s\nRun `minidl --help` or `minidl <command> --help` for usage.\n", e.what());
+    return 2;
+  }
+  // Flag values CLI11 cannot check alone are usage errors too: exit 2, before any work.
+  try {
+    if (*bench)
+      for (const std::string& shape : b.shapes) bench::check_shape_flag(shape);
+    if (*compare) check_compare_options(c);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "minidl: %s\n", e.what());
     return 2;
   }
   try {

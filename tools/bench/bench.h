@@ -42,6 +42,12 @@ constexpr double kWrongRelativeError = 1e-3;
 constexpr double kTf32RelativeError = 1e-2;
 constexpr double kBf16RelativeError = 4e-2;
 
+// Reads one --shape value, "KEY:SPEC" (KEY an op, for every key of the op, or one key), as run_bench does,
+// and returns the largest bytes one of its cases would hold; allocates nothing and runs nothing. Throws an
+// Error naming the field at fault (tools/bench/case.h SpecReader). fuzz/bench_spec_fuzzer.cpp feeds it
+// arbitrary text.
+double check_shape_flag(const std::string& value);
+
 // The kernels the "vs vendor" column compares with: OpenBLAS (openblas, im2col_blas), cuBLAS, cuDNN.
 bool is_vendor_kernel(const std::string& name);
 

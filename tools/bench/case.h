@@ -72,8 +72,13 @@ struct CaseFamily {
   std::string syntax_help;  // one line saying what the letters mean
   std::string example;      // a tiny shape in this syntax (the tests run every key at it)
   std::vector<DefaultShape> defaults;
+  // Reads and checks spec for key (a SpecReader's rules and the op's own, ops/op_checks.h) without
+  // allocating anything, and returns the bytes of the tensors the case will hold (inputs, outputs, the
+  // forward outputs a backward case reads, a sequence kernel's reserve, estimated); the harness compares
+  // them with the device's free memory. Throws an Error naming the field at fault.
+  std::function<double(const std::string& key, const std::string& spec)> check;
   // Builds the case for (key, spec) on device d, its inputs from the global seed (the harness seeds it
-  // the same way on every device). Throws an Error naming the syntax when spec does not follow it.
+  // the same way on every device). Reads spec as check does (the same function), so throws the same Errors.
   std::function<BenchCase(const std::string& key, const std::string& spec, Device d)> make;
 };
 
@@ -100,19 +105,73 @@ bool call_as(const KernelInfo& k, Args&&... args) {
   return reinterpret_cast<Fn*>(k.fn)(std::forward<Args>(args)...);
 }
 
-// The parts of a shape spec: "128x64x32x32,128x64x3x3,s1p1" -> {"128x64x32x32", "128x64x3x3", "s1p1"}.
-std::vector<std::string> split_spec(const std::string& spec);
-// "64x32x26x26" -> {64, 32, 26, 26}; throws Error(what) unless every number is a positive integer.
-Shape parse_dims(const std::string& text, const std::string& what);
-// Letter options: "s2p1" -> {'s': {2, 2}, 'p': {1, 1}}, "k2x1" -> {'k': {2, 1}}; a letter without a
-// number is {1, 1} ("bi"-style words are not options: check them before calling). Throws Error(what).
+// ---------------------------------------------------------------- reading a spec
+// Every family reads its spec with a SpecReader, so that every spec follows the same rules and every
+// refusal is one line naming the field at fault, before anything is allocated:
+//   bench --shape conv2d:2x3x7x6,4x3x3x2,s0: stride 's0' must be at least 1 (syntax conv2d:NxCxHxW,...)
+// The rules: parts are separated by commas (spaces around a part are ignored; an empty part, as after a
+// trailing comma, is refused); a list of sizes "64x32x26x26" has exactly the sizes its syntax names, each
+// a whole number from 1 to kMaxSize; an option is a letter and a number ("s2", "k2x1": a number per axis)
+// or a word ("ta", "bi"), each given at most once; nothing may follow ("4x4x4abc" is refused).
+
+// The largest size or option value: the kernels take some sizes as int (cuBLAS's m, n, k, conv strides).
+constexpr int64_t kMaxSize = 2147483647;
+// The most elements one tensor of a case may have (then its bytes, and sums of them, fit an int64).
+constexpr int64_t kMaxCaseNumel = int64_t(1) << 58;
+
+// A letter option as written: "s2x1" -> {'s', 2, 1, "s2x1"}; "p1" -> {'p', 1, 1, "p1"}.
 struct LetterOption {
-  int64_t first = 1, second = 1;
+  char letter = 0;
+  int64_t first = 0, second = 0;
+  std::string text;
 };
-std::vector<std::pair<char, LetterOption>> parse_letters(const std::string& text, const std::string& what);
-// The error for a spec that does not follow the family's syntax.
-[[noreturn]] void bad_spec(const std::string& key, const std::string& spec, const std::string& syntax,
-                           const std::string& why);
+
+class SpecReader {
+ public:
+  SpecReader(std::string key, std::string spec, std::string syntax);
+
+  // The comma-separated parts, spaces around each removed.
+  size_t parts() const { return parts_.size(); }
+  const std::string& part(size_t i) const { return parts_.at(i); }
+  // Refuses fewer than `min` or more than `max` parts; `what` lists them ("x's shape, w's shape, options").
+  void expect_parts(size_t min, size_t max, const std::string& what) const;
+
+  // Part i as sizes "AxBxC", one per name ({"M", "N", "K"}), each 1..kMaxSize: all of them, or at least
+  // min_count (the first ones).
+  Shape sizes(size_t i, const std::vector<std::string>& names) const;
+  Shape sizes(size_t i, const std::vector<std::string>& names, size_t min_count) const;
+  // Part i as between min_count and max_count sizes, named prefix1, prefix2, ... ("D1", "D2").
+  Shape sizes(size_t i, const std::string& prefix, size_t min_count, size_t max_count) const;
+
+  // Whether part i is the word `word` ("ta", "bi"); a word given twice is refused.
+  bool word(size_t i, const std::string& word);
+  // Part i as letter options, each from `allowed` ("sp") and each given at most once in the whole spec;
+  // two numbers ("k2x1") only where `two_axes`.
+  std::vector<LetterOption> options(size_t i, const std::string& allowed, bool two_axes);
+
+  // Refuses an option value below `min` ("stride 's0' must be at least 1"); names what the letter means.
+  void at_least(const LetterOption& o, const std::string& meaning, int64_t min) const;
+  // The number of elements of a tensor of `shape`, refused above kMaxCaseNumel ("x [..] has more than ...").
+  int64_t numel(const Shape& shape, const std::string& what) const;
+  // a * b for sizes of `what`, refused above kMaxCaseNumel.
+  int64_t product(int64_t a, int64_t b, const std::string& what) const;
+
+  // The error for this spec: "bench --shape KEY:SPEC: WHY (syntax KEY:SYNTAX)".
+  [[noreturn]] void fail(const std::string& why) const;
+
+ private:
+  // Marks an option or word as given; refuses it the second time.
+  void once(const std::string& name);
+  // Part i as sizes, one per name; at least min_count of them.
+  Shape read_sizes(size_t i, const std::vector<std::string>& names, size_t min_count) const;
+  std::string key_, spec_, syntax_;
+  std::vector<std::string> parts_;
+  std::vector<std::string> given_;
+};
+
+// Bytes of `numel` float32 or int64 elements.
+constexpr double kFloatBytes = 4, kIndexBytes = 8;
+inline double float_bytes(int64_t numel) { return static_cast<double>(numel) * kFloatBytes; }
 
 // Inputs: float32 tensors from the global seed, made on the CPU and copied to d, so the reference (on the
 // CPU) and the timed kernels (on d) see the same numbers.
@@ -135,8 +194,6 @@ void run_naive_cpu(const std::string& key, Args&&... args) {
     }
   throw Error(str_cat("bench: ", key, " has no naive CPU kernel to make inputs with"));
 }
-
-constexpr double kFloatBytes = 4, kIndexBytes = 8;
 
 }  // namespace bench
 }  // namespace minidl

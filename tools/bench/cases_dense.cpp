@@ -16,6 +16,7 @@
 //   max pooling the same compares to find the winner, of avg pooling one add per position
 // Bytes: operands read once, outputs written once.
 #include "ops/kernel_signatures.h"
+#include "ops/op_checks.h"
 #include "tools/bench/case.h"
 
 namespace minidl {
@@ -25,31 +26,46 @@ namespace {
 
 const char* kMatmulSyntax = "MxNxK[,ta][,tb][,bB]";
 
-BenchCase matmul_case(const std::string& key, const std::string& spec, Device d) {
-  const std::vector<std::string> parts = split_spec(spec);
-  const Shape mnk = parse_dims(parts[0], "bench " + key);
-  if (mnk.size() != 3) bad_spec(key, spec, kMatmulSyntax, "three sizes M x N x K");
+struct MatmulSpec {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
   bool ta = false, tb = false;
-  int64_t batch = 1;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i] == "ta") {
-      ta = true;
-    } else if (parts[i] == "tb") {
-      tb = true;
+  double bytes = 0;  // a, b, out
+};
+
+MatmulSpec read_matmul(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kMatmulSyntax);
+  r.expect_parts(1, 4, "M x N x K, then the options ta, tb, bB");
+  const Shape mnk = r.sizes(0, {"M", "N", "K"});
+  MatmulSpec s;
+  s.m = mnk[0], s.n = mnk[1], s.k = mnk[2];
+  for (size_t i = 1; i < r.parts(); ++i) {
+    if (r.word(i, "ta")) {
+      s.ta = true;
+    } else if (r.word(i, "tb")) {
+      s.tb = true;
+    } else if (r.part(i)[0] == 'b') {
+      const LetterOption o = r.options(i, "b", false).front();
+      r.at_least(o, "the batch", 1);
+      s.batch = o.first;
     } else {
-      const auto letters = parse_letters(parts[i], "bench " + key);
-      if (letters.size() != 1 || letters[0].first != 'b' || letters[0].second.first < 1)
-        bad_spec(key, spec, kMatmulSyntax, "options are ta, tb and bB");
-      batch = letters[0].second.first;
+      r.fail(str_cat("unknown option '", r.part(i), "' (options: ta, tb, bB)"));
     }
   }
-  const int64_t m = mnk[0], n = mnk[1], k = mnk[2];
+  s.bytes = float_bytes(r.numel({s.batch, s.m, s.k}, "a")) + float_bytes(r.numel({s.batch, s.k, s.n}, "b")) +
+            float_bytes(r.numel({s.batch, s.m, s.n}, "out"));
+  return s;
+}
+
+BenchCase matmul_case(const std::string& key, const std::string& spec, Device d) {
+  const MatmulSpec s = read_matmul(key, spec);
+  const int64_t m = s.m, n = s.n, k = s.k, batch = s.batch;
+  const bool ta = s.ta, tb = s.tb;
   Tensor a = uniform_input({batch, ta ? k : m, ta ? m : k}, -1, 1, d);
   Tensor b = uniform_input({batch, tb ? n : k, tb ? k : n}, -1, 1, d);
   Tensor out = output({batch, m, n}, d);
   BenchCase c;
   c.flops = 2.0 * batch * m * n * k;
-  c.bytes = static_cast<double>(batch) * (m * k + k * n + m * n) * kFloatBytes;
+  c.bytes = s.bytes;  // every operand read once and the output written once: the case's tensors
   c.run = [=](const KernelInfo& kernel) mutable { return call_as<MatmulKernel>(kernel, a, b, out, ta, tb); };
   c.outputs = [=] { return std::vector<Tensor>{out}; };
   return c;
@@ -57,28 +73,43 @@ BenchCase matmul_case(const std::string& key, const std::string& spec, Device d)
 
 const char* kConvSyntax = "NxCxHxW,OxCxKHxKW[,sSpP]";
 
-BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
-  const std::vector<std::string> parts = split_spec(spec);
-  if (parts.size() < 2 || parts.size() > 3) bad_spec(key, spec, kConvSyntax, "x's shape, w's shape, options");
-  const Shape xs = parse_dims(parts[0], "bench " + key), ws = parse_dims(parts[1], "bench " + key);
-  if (xs.size() != 4 || ws.size() != 4 || xs[1] != ws[1]) bad_spec(key, spec, kConvSyntax, "4-D x and w, same C");
+struct ConvSpec {
+  Shape xs, ws, ys;  // x, w, y
   Conv2dParams p;
-  if (parts.size() == 3)
-    for (const auto& [letter, v] : parse_letters(parts[2], "bench " + key)) {
-      if (letter == 's') {
-        p.stride_h = static_cast<int>(v.first);
-        p.stride_w = static_cast<int>(v.second);
-      } else if (letter == 'p') {
-        p.pad_h = static_cast<int>(v.first);
-        p.pad_w = static_cast<int>(v.second);
+  double bytes = 0;  // x, w, y: each stage holds the three (two inputs and its output)
+};
+
+ConvSpec read_conv(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kConvSyntax);
+  r.expect_parts(2, 3, "x's shape, w's shape, then the options sSpP");
+  ConvSpec c;
+  c.xs = r.sizes(0, {"N", "C", "H", "W"});
+  c.ws = r.sizes(1, {"O", "C", "KH", "KW"});
+  if (r.parts() == 3)
+    for (const LetterOption& o : r.options(2, "sp", true)) {
+      if (o.letter == 's') {
+        r.at_least(o, "stride", 1);
+        c.p.stride_h = static_cast<int>(o.first), c.p.stride_w = static_cast<int>(o.second);
       } else {
-        bad_spec(key, spec, kConvSyntax, "options are s and p");
+        r.at_least(o, "padding", 0);
+        c.p.pad_h = static_cast<int>(o.first), c.p.pad_w = static_cast<int>(o.second);
       }
     }
-  const int64_t oh = (xs[2] + 2 * p.pad_h - ws[2]) / p.stride_h + 1;
-  const int64_t ow = (xs[3] + 2 * p.pad_w - ws[3]) / p.stride_w + 1;
-  if (oh < 1 || ow < 1) bad_spec(key, spec, kConvSyntax, "the window is larger than the padded input");
-  const Shape ys = {xs[0], ws[0], oh, ow};
+  // The op's own rules (the same channels, the kernel within the padded input), in its words.
+  try {
+    c.ys = conv2d_output_shape(c.xs, c.ws, c.p);
+  } catch (const Error& e) {
+    r.fail(e.what());
+  }
+  c.bytes = float_bytes(r.numel(c.xs, "x")) + float_bytes(r.numel(c.ws, "w")) + float_bytes(r.numel(c.ys, "y"));
+  return c;
+}
+
+BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
+  const ConvSpec spec_read = read_conv(key, spec);
+  const Shape &xs = spec_read.xs, &ws = spec_read.ws, &ys = spec_read.ys;
+  const Conv2dParams p = spec_read.p;
+  const int64_t oh = ys[2], ow = ys[3];
   const double x_bytes = shape_numel(xs) * kFloatBytes, w_bytes = shape_numel(ws) * kFloatBytes,
                y_bytes = shape_numel(ys) * kFloatBytes;
   BenchCase c;
@@ -102,31 +133,48 @@ BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
 
 const char* kPoolSyntax = "NxCxHxW,kK[sS][pP]";
 
-BenchCase pool_case(const std::string& key, const std::string& spec, Device d) {
-  const std::vector<std::string> parts = split_spec(spec);
-  if (parts.size() != 2) bad_spec(key, spec, kPoolSyntax, "x's shape and the window");
-  const Shape xs = parse_dims(parts[0], "bench " + key);
-  if (xs.size() != 4) bad_spec(key, spec, kPoolSyntax, "4-D x");
+struct PoolSpec {
+  Shape xs, ys;  // x, y
   Pool2dParams p;
+  double bytes = 0;  // at most two of x and two of y (a max backward: x, y made on the CPU, grad_y, grad_x)
+};
+
+PoolSpec read_pool(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kPoolSyntax);
+  r.expect_parts(2, 2, "x's shape, then the window kK[sS][pP]");
+  PoolSpec s;
+  s.xs = r.sizes(0, {"N", "C", "H", "W"});
   bool have_window = false, have_stride = false;
-  for (const auto& [letter, v] : parse_letters(parts[1], "bench " + key)) {
-    const int h = static_cast<int>(v.first), w = static_cast<int>(v.second);
-    if (letter == 'k') {
-      p.kernel_h = h, p.kernel_w = w, have_window = true;
-    } else if (letter == 's') {
-      p.stride_h = h, p.stride_w = w, have_stride = true;
-    } else if (letter == 'p') {
-      p.pad_h = h, p.pad_w = w;
+  for (const LetterOption& o : r.options(1, "ksp", true)) {
+    const int h = static_cast<int>(o.first), w = static_cast<int>(o.second);
+    if (o.letter == 'k') {
+      r.at_least(o, "window", 1);
+      s.p.kernel_h = h, s.p.kernel_w = w, have_window = true;
+    } else if (o.letter == 's') {
+      r.at_least(o, "stride", 1);
+      s.p.stride_h = h, s.p.stride_w = w, have_stride = true;
     } else {
-      bad_spec(key, spec, kPoolSyntax, "options are k, s and p");
+      r.at_least(o, "padding", 0);
+      s.p.pad_h = h, s.p.pad_w = w;
     }
   }
-  if (!have_window) bad_spec(key, spec, kPoolSyntax, "the window kK is required");
-  if (!have_stride) p.stride_h = p.kernel_h, p.stride_w = p.kernel_w;
-  const int64_t oh = (xs[2] + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
-  const int64_t ow = (xs[3] + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
-  if (oh < 1 || ow < 1) bad_spec(key, spec, kPoolSyntax, "the window is larger than the padded input");
-  const Shape ys = {xs[0], xs[1], oh, ow};
+  if (!have_window) r.fail("the window kK is required");
+  if (!have_stride) s.p.stride_h = s.p.kernel_h, s.p.stride_w = s.p.kernel_w;
+  // The op's own rules (padding at most half the window, the window within the padded input).
+  const std::string op = key.substr(0, key.find('.'));
+  try {
+    s.ys = pool2d_output_shape(op.c_str(), s.xs, s.p);
+  } catch (const Error& e) {
+    r.fail(e.what());
+  }
+  s.bytes = 2 * float_bytes(r.numel(s.xs, "x")) + 2 * float_bytes(r.numel(s.ys, "y"));
+  return s;
+}
+
+BenchCase pool_case(const std::string& key, const std::string& spec, Device d) {
+  const PoolSpec spec_read = read_pool(key, spec);
+  const Shape &xs = spec_read.xs, &ys = spec_read.ys;
+  const Pool2dParams p = spec_read.p;
   const double x_bytes = shape_numel(xs) * kFloatBytes, y_bytes = shape_numel(ys) * kFloatBytes;
   const double positions = static_cast<double>(shape_numel(ys)) * p.kernel_h * p.kernel_w;
   Tensor x = uniform_input(xs, -1, 1, d);
@@ -166,6 +214,7 @@ void add_dense_cases(std::vector<CaseFamily>& families) {
                        {"1536x384x512,tb", "captcha GRU input projection, 12 steps x 128"},
                        {"1024x1024x1024", "large on a CPU: the GEMM ladder's case", "cpu"},
                        {"4096x4096x4096", "large on a GPU", "cuda"}},
+                      [](const std::string& key, const std::string& spec) { return read_matmul(key, spec).bytes; },
                       matmul_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(Conv2dKernel, {"conv2d"}),
                              concat(MINIDL_BENCH_KEYS(Conv2dBackwardInputKernel, {"conv2d.backward_input"}),
@@ -177,6 +226,7 @@ void add_dense_cases(std::vector<CaseFamily>& families) {
                        {"64x32x26x26,64x32x3x3", "MNIST conv2"},
                        {"128x128x8x24,256x128x3x3,s1p1", "captcha block-4 first conv"},
                        {"128x64x32x32,128x64x3x3,s1p1", "large"}},
+                      [](const std::string& key, const std::string& spec) { return read_conv(key, spec).bytes; },
                       conv_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(Pool2dKernel, {"max_pool2d", "avg_pool2d"}),
                              concat(MINIDL_BENCH_KEYS(MaxPool2dBackwardKernel, {"max_pool2d.backward"}),
@@ -187,6 +237,7 @@ void add_dense_cases(std::vector<CaseFamily>& families) {
                       {{"64x64x24x24,k2", "MNIST pool"},
                        {"128x256x4x12,k2x1", "captcha last pool (2x1)"},
                        {"128x32x64x192,k2", "large: captcha first pool, 200 MiB"}},
+                      [](const std::string& key, const std::string& spec) { return read_pool(key, spec).bytes; },
                       pool_case});
 }
 

@@ -31,11 +31,30 @@ const std::vector<DefaultShape> kElementwiseShapes = {
 const char* kShapeSyntax = "D1xD2x...";
 const char* kShapeHelp = "the tensor's shape";
 
+// The most sizes a tensor shape may have, and the most tensors pack packs.
+constexpr size_t kMaxDims = 8, kMaxPacked = 64;
+
+// A tensor shape "D1xD2x..." (1 to kMaxDims sizes), the whole spec of most keys here.
+Shape read_shape(const std::string& key, const std::string& spec, const std::string& syntax) {
+  SpecReader r(key, spec, syntax);
+  r.expect_parts(1, 1, "the tensor's shape");
+  const Shape shape = r.sizes(0, "D", 1, kMaxDims);
+  r.numel(shape, "the tensor");
+  return shape;
+}
+
+// The case's tensors: `tensors` float32 tensors of the spec's shape.
+std::function<double(const std::string&, const std::string&)> shape_bytes(int tensors) {
+  return [tensors](const std::string& key, const std::string& spec) {
+    return tensors * float_bytes(shape_numel(read_shape(key, spec, kShapeSyntax)));
+  };
+}
+
 // Inputs valid for every unary key: log, sqrt and pow need x > 0.
 Tensor positive_input(const Shape& shape, Device d) { return uniform_input(shape, 0.5, 2.0, d); }
 
 BenchCase unary_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape shape = parse_dims(spec, "bench " + key);
+  const Shape shape = read_shape(key, spec, kShapeSyntax);
   const double n = static_cast<double>(shape_numel(shape));
   Tensor x = positive_input(shape, d), out = output(shape, d);
   BenchCase c;
@@ -47,7 +66,7 @@ BenchCase unary_case(const std::string& key, const std::string& spec, Device d) 
 }
 
 BenchCase unary_scalar_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape shape = parse_dims(spec, "bench " + key);
+  const Shape shape = read_shape(key, spec, kShapeSyntax);
   const double n = static_cast<double>(shape_numel(shape));
   Tensor x = positive_input(shape, d), out = output(shape, d);
   const double scalar = key == "pow_scalar" ? 1.5 : 0.75;
@@ -60,7 +79,7 @@ BenchCase unary_scalar_case(const std::string& key, const std::string& spec, Dev
 }
 
 BenchCase binary_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape shape = parse_dims(spec, "bench " + key);
+  const Shape shape = read_shape(key, spec, kShapeSyntax);
   const double n = static_cast<double>(shape_numel(shape));
   // relu_backward's b is x (its sign matters); div's b is kept away from 0.
   Tensor a = uniform_input(shape, -1, 1, d);
@@ -75,13 +94,31 @@ BenchCase binary_case(const std::string& key, const std::string& spec, Device d)
 }
 
 // copy: float32 -> float32, contiguous or from a transposed view (",t"); cast: float32 -> float64.
+struct CopySpec {
+  Shape shape;
+  bool transposed = false;
+  double bytes = 0;  // src and dst
+};
+
+CopySpec read_copy(const std::string& key, const std::string& spec) {
+  const bool copy = key == "copy";
+  SpecReader r(key, spec, copy ? "D1xD2x...[,t]" : kShapeSyntax);
+  r.expect_parts(1, copy ? 2 : 1, copy ? "the tensor's shape, then t" : "the tensor's shape");
+  CopySpec s;
+  s.shape = r.sizes(0, "D", 1, kMaxDims);
+  if (r.parts() == 2) {
+    if (!r.word(1, "t")) r.fail(str_cat("unknown option '", r.part(1), "' (the option is t)"));
+    if (s.shape.size() < 2) r.fail(",t needs at least two sizes");
+    s.transposed = true;
+  }
+  s.bytes = float_bytes(r.numel(s.shape, "the tensor")) * (copy ? 2 : 3);  // cast writes float64
+  return s;
+}
+
 BenchCase copy_case(const std::string& key, const std::string& spec, Device d) {
-  const std::string syntax = key == "copy" ? "D1xD2x...[,t]" : kShapeSyntax;
-  const std::vector<std::string> parts = split_spec(spec);
-  const bool transposed = parts.size() == 2 && parts[1] == "t" && key == "copy";
-  if (parts.size() > (transposed ? 2u : 1u)) bad_spec(key, spec, syntax, "unknown option");
-  const Shape shape = parse_dims(parts[0], "bench " + key);
-  if (transposed && shape.size() < 2) bad_spec(key, spec, syntax, ",t needs at least two dimensions");
+  const CopySpec s = read_copy(key, spec);
+  const Shape& shape = s.shape;
+  const bool transposed = s.transposed;
   const double n = static_cast<double>(shape_numel(shape));
   Tensor src = uniform_input(shape, -1, 1, d);
   if (transposed) src = src.transpose(-1, -2);  // a strided view of the same numbers
@@ -95,7 +132,7 @@ BenchCase copy_case(const std::string& key, const std::string& spec, Device d) {
 }
 
 BenchCase fill_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape shape = parse_dims(spec, "bench " + key);
+  const Shape shape = read_shape(key, spec, kShapeSyntax);
   Tensor dst = output(shape, d);
   BenchCase c;
   c.bytes = static_cast<double>(shape_numel(shape)) * kFloatBytes;
@@ -106,7 +143,7 @@ BenchCase fill_case(const std::string& key, const std::string& spec, Device d) {
 
 // The mask of MNIST's Dropout(0.25); the Philox draws are integer work, so no FLOPs are counted.
 BenchCase dropout_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape shape = parse_dims(spec, "bench " + key);
+  const Shape shape = read_shape(key, spec, kShapeSyntax);
   Tensor mask = output(shape, d);
   BenchCase c;
   c.bytes = static_cast<double>(shape_numel(shape)) * kFloatBytes;
@@ -116,8 +153,20 @@ BenchCase dropout_case(const std::string& key, const std::string& spec, Device d
 }
 
 // pack: the spec lists the sizes of the tensors packed one after another into one flat buffer.
+Shape read_pack(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, "N1xN2x...");
+  r.expect_parts(1, 1, "the sizes of the packed tensors");
+  return r.sizes(0, "N", 1, kMaxPacked);  // at most 64 sizes of at most 2^31: their sum fits
+}
+
+double pack_bytes(const std::string& key, const std::string& spec) {
+  double total = 0;
+  for (int64_t n : read_pack(key, spec)) total += static_cast<double>(n);
+  return 2 * total * kFloatBytes;  // the sources and the flat buffer
+}
+
 BenchCase pack_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape sizes = parse_dims(spec, "bench " + key);
+  const Shape sizes = read_pack(key, spec);
   std::vector<Tensor> srcs;
   std::vector<int64_t> offsets;
   int64_t total = 0;
@@ -135,9 +184,22 @@ BenchCase pack_case(const std::string& key, const std::string& spec, Device d) {
 }
 
 // y [outer, C, inner] -> relu(y + bias[c]); the backward's out is uniform in [-1, 1] (only its sign matters).
+Shape read_bias_relu(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, "OUTERxCxINNER");
+  r.expect_parts(1, 1, "y's shape");
+  const Shape s = r.sizes(0, {"OUTER", "C", "INNER"});
+  r.numel(s, "y");
+  return s;
+}
+
+double bias_relu_bytes(const std::string& key, const std::string& spec) {
+  const Shape s = read_bias_relu(key, spec);
+  // forward: y, out and the bias; backward: grad_out, out, grad_y and grad_bias
+  return float_bytes(shape_numel(s)) * (key == "bias_relu" ? 2 : 3) + float_bytes(s[1]);
+}
+
 BenchCase bias_relu_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape s = parse_dims(spec, "bench " + key);
-  if (s.size() != 3) bad_spec(key, spec, "OUTERxCxINNER", "three sizes");
+  const Shape s = read_bias_relu(key, spec);
   const double n = static_cast<double>(shape_numel(s));
   const double channels = static_cast<double>(s[1]);
   BenchCase c;
@@ -165,18 +227,21 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       kShapeHelp,
                       "5x7",
                       kElementwiseShapes,
+                      shape_bytes(2),
                       unary_case});
   families.push_back({MINIDL_BENCH_KEYS(UnaryScalarKernel, {"add_scalar", "mul_scalar", "pow_scalar"}),
                       kShapeSyntax,
                       kShapeHelp,
                       "5x7",
                       kElementwiseShapes,
+                      shape_bytes(2),
                       unary_scalar_case});
   families.push_back({MINIDL_BENCH_KEYS(BinaryKernel, {"add", "sub", "mul", "div", "relu_backward"}),
                       kShapeSyntax,
                       std::string(kShapeHelp) + " (both operands)",
                       "5x7",
                       kElementwiseShapes,
+                      shape_bytes(3),
                       binary_case});
   families.push_back({MINIDL_BENCH_KEYS(CopyKernel, {"copy"}),
                       "D1xD2x...[,t]",
@@ -185,18 +250,21 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       {{"64x32x26x26", "MNIST conv1 activations"},
                        {"64x32x26x26,t", "the same from a transposed view"},
                        {"33554432", "large: 128 MiB"}},
+                      [](const std::string& key, const std::string& spec) { return read_copy(key, spec).bytes; },
                       copy_case});
   families.push_back({MINIDL_BENCH_KEYS(CopyKernel, {"cast"}),
                       kShapeSyntax,
                       "the tensor's shape (float32 to float64)",
                       "5x7",
                       {{"64x32x26x26", "MNIST conv1 activations"}, {"33554432", "large: 128 MiB"}},
+                      [](const std::string& key, const std::string& spec) { return read_copy(key, spec).bytes; },
                       copy_case});
   families.push_back({MINIDL_BENCH_KEYS(FillKernel, {"fill"}),
                       kShapeSyntax,
                       kShapeHelp,
                       "5x7",
                       {{"64x32x26x26", "MNIST conv1 activations"}, {"33554432", "large: 128 MiB"}},
+                      shape_bytes(1),
                       fill_case});
   families.push_back({MINIDL_BENCH_KEYS(PackKernel, {"pack"}),
                       "N1xN2x...",
@@ -205,6 +273,7 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       {{"10x1280x128x1179648x64x18432x32x288", "MNIST's 8 gradients (DataParallel's buckets)"},
                        {"1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000x1000",
                         "16 small tensors"}},
+                      pack_bytes,
                       pack_case});
   families.push_back({MINIDL_BENCH_KEYS(DropoutMaskKernel, {"dropout_mask"}),
                       kShapeSyntax,
@@ -213,6 +282,7 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       {{"64x64x12x12", "MNIST dropout after the pool"},
                        {"128x256x2x12", "captcha dropout after the CNN"},
                        {"33554432", "large: 128 MiB"}},
+                      shape_bytes(1),
                       dropout_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(BiasReluKernel, {"bias_relu"}),
                              MINIDL_BENCH_KEYS(BiasReluBackwardKernel, {"bias_relu.backward"})),
@@ -222,6 +292,7 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       {{"64x32x676", "MNIST conv1 output, batch 64"},
                        {"64x128x1", "MNIST fc1 output, batch 64"},
                        {"1024x64x576", "MNIST conv2 output, batch 1024"}},
+                      bias_relu_bytes,
                       bias_relu_case});
 }
 

@@ -25,12 +25,28 @@ namespace {
 
 const char* kBatchNormSyntax = "NxCxS";
 
-BenchCase batch_norm_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape s = parse_dims(spec, "bench " + key);
-  if (s.size() < 2 || s.size() > 4) bad_spec(key, spec, kBatchNormSyntax, "N, C and the spatial sizes");
+// x's shape as the kernels see it, [N, C, S], from "NxC", "NxCxS" or "NxCxHxW".
+Shape read_batch_norm(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kBatchNormSyntax);
+  r.expect_parts(1, 1, "x's shape");
+  const Shape s = r.sizes(0, {"N", "C", "H", "W"}, 2);
+  r.numel(s, "x");
   int64_t spatial = 1;
   for (size_t i = 2; i < s.size(); ++i) spatial *= s[i];
-  const int64_t batch = s[0], channels = s[1];
+  return {s[0], s[1], spatial};
+}
+
+// forward: x, y and four [C] vectors; backward: x, y, grad_y, grad_x (and copies made on the CPU) and
+// six [C] vectors.
+double batch_norm_bytes(const std::string& key, const std::string& spec) {
+  const Shape xs = read_batch_norm(key, spec);
+  const bool backward = key.find(".backward") != std::string::npos;
+  return (backward ? 6 : 2) * float_bytes(shape_numel(xs)) + 8 * float_bytes(xs[1]);
+}
+
+BenchCase batch_norm_case(const std::string& key, const std::string& spec, Device d) {
+  const Shape read = read_batch_norm(key, spec);
+  const int64_t batch = read[0], channels = read[1], spatial = read[2];
   const Shape xs = {batch, channels, spatial}, cs = {channels};
   const double n = static_cast<double>(shape_numel(xs));
   const double eps = 1e-5;
@@ -102,12 +118,31 @@ struct OptimizerState {
 };
 
 const char* kOptimizerSyntax = "SHAPE[,SHAPE...]";
+constexpr size_t kMaxParameters = 256;
+
+// The parameter shapes, each of 1 to 8 sizes.
+std::vector<Shape> read_optimizer(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kOptimizerSyntax);
+  r.expect_parts(1, kMaxParameters, "the parameters' shapes");
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < r.parts(); ++i) {
+    shapes.push_back(r.sizes(i, "D", 1, 8));
+    r.numel(shapes.back(), str_cat("parameter ", i + 1));
+  }
+  return shapes;
+}
+
+// Seven tensors per parameter: p, g, the two moments, and their pristine copies (but g's).
+double optimizer_bytes(const std::string& key, const std::string& spec) {
+  double n = 0;
+  for (const Shape& s : read_optimizer(key, spec)) n += static_cast<double>(shape_numel(s));
+  return 7 * n * kFloatBytes;
+}
 
 BenchCase optimizer_case(const std::string& key, const std::string& spec, Device d) {
   auto state = std::make_shared<OptimizerState>();
   double n = 0;
-  for (const std::string& part : split_spec(spec)) {
-    const Shape s = parse_dims(part, "bench " + key);
+  for (const Shape& s : read_optimizer(key, spec)) {
     n += static_cast<double>(shape_numel(s));
     state->params0.push_back(normal_input(s, d));
     state->grads.push_back(normal_input(s, d));
@@ -195,6 +230,7 @@ void add_norm_optim_cases(std::vector<CaseFamily>& families) {
                       {{"64x128", "BatchNorm1d-sized, [N, C]"},
                        {"128x256x8x24", "captcha block-4 batch norm"},
                        {"128x32x64x192", "large: captcha block-1 batch norm, 200 MiB"}},
+                      batch_norm_bytes,
                       batch_norm_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(BatchNormKernel, {"batch_norm_relu"}),
                              MINIDL_BENCH_KEYS(BatchNormReluBackwardKernel, {"batch_norm_relu.backward"})),
@@ -204,6 +240,7 @@ void add_norm_optim_cases(std::vector<CaseFamily>& families) {
                       {{"64x128", "BatchNorm1d-sized, [N, C]"},
                        {"128x256x8x24", "captcha block-4 batch norm"},
                        {"128x32x64x192", "large: captcha block-1 batch norm, 200 MiB"}},
+                      batch_norm_bytes,
                       batch_norm_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(SgdStepKernel, {"sgd_step"}),
                              MINIDL_BENCH_KEYS(AdamStepKernel, {"adam_step"})),
@@ -213,6 +250,7 @@ void add_norm_optim_cases(std::vector<CaseFamily>& families) {
                       {{mnist_parameters(), "MNIST CNN, 1.2 M parameters"},
                        {captcha_parameters(), "captcha model, 3.2 M parameters"},
                        {"16777216", "large: one 64 MiB tensor"}},
+                      optimizer_bytes,
                       optimizer_case});
 }
 

@@ -18,11 +18,25 @@ namespace bench {
 
 namespace {
 
-// "ROWSxCOLS" -> {rows, cols}.
+// "ROWSxCOLS" -> {rows, cols} (cross entropy's "NxC": the sizes named N and C).
 std::pair<int64_t, int64_t> rows_cols(const std::string& key, const std::string& spec) {
-  const Shape s = parse_dims(spec, "bench " + key);
-  if (s.size() != 2) bad_spec(key, spec, "ROWSxCOLS", "two sizes");
+  const bool classes = key.rfind("cross_entropy", 0) == 0;
+  SpecReader r(key, spec, classes ? "NxC" : "ROWSxCOLS");
+  r.expect_parts(1, 1, "the matrix's shape");
+  const Shape s = classes ? r.sizes(0, {"N", "C"}) : r.sizes(0, {"ROWS", "COLS"});
+  r.numel(s, "x");
   return {s[0], s[1]};
+}
+
+// The bytes of a row case's tensors, `matrices` [rows, cols] and `vectors` [rows] of float32 or int64
+// (the softmax backward: x, y, grad_y, grad_x and y's copy on the device).
+double rows_bytes(const std::string& key, const std::string& spec) {
+  const auto [rows, cols] = rows_cols(key, spec);
+  const bool backward = key.find(".backward") != std::string::npos;
+  const double matrices = key.rfind("softmax", 0) == 0 || key.rfind("log_softmax", 0) == 0 ? (backward ? 5 : 2)
+                          : key.rfind("cross_entropy", 0) == 0                             ? 2
+                                                                                           : 1;
+  return matrices * float_bytes(rows * cols) + 3 * float_bytes(rows);  // vectors: out, an int64 index or target
 }
 
 BenchCase reduce_case(const std::string& key, const std::string& spec, Device d) {
@@ -49,13 +63,21 @@ struct PickSpec {
   int64_t outer, n, inner, picks;
 };
 PickSpec pick_spec(const std::string& key, const std::string& spec) {
-  const char* syntax = "OUTERxNxINNER,kK";
-  const std::vector<std::string> parts = split_spec(spec);
-  if (parts.size() != 2) bad_spec(key, spec, syntax, "a shape and a k option");
-  const Shape s = parse_dims(parts[0], "bench " + key);
-  const auto letters = parse_letters(parts[1], "bench " + key);
-  if (s.size() != 3 || letters.size() != 1 || letters[0].first != 'k') bad_spec(key, spec, syntax, "three sizes, kK");
-  return {s[0], s[1], s[2], letters[0].second.first};
+  SpecReader r(key, spec, "OUTERxNxINNER,kK");
+  r.expect_parts(2, 2, "x's shape, then kK");
+  const Shape s = r.sizes(0, {"OUTER", "N", "INNER"});
+  const LetterOption k = r.options(1, "k", false).front();
+  r.at_least(k, "the number of indices", 1);
+  r.numel(s, "x");
+  r.numel({s[0], k.first, s[2]}, "the gathered tensor");
+  return {s[0], s[1], s[2], k.first};
+}
+
+// x, the gathered values (or their gradients) and the int64 indices.
+double pick_bytes(const std::string& key, const std::string& spec) {
+  const auto [outer, n, inner, picks] = pick_spec(key, spec);
+  const double x = float_bytes(outer * n * inner), picked = float_bytes(outer * picks * inner);
+  return x + picked + 2 * picked;  // indices: 8 bytes each, at most one per picked value
 }
 
 // x [outer, n, inner], index [outer, k, inner] -> out [outer, k, inner]; backward scatters back.
@@ -150,6 +172,7 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                       {{"128x64", "MNIST fc1 bias gradient (batch reduced)"},
                        {"32x43264", "MNIST conv1 bias gradient (N*H*W reduced)"},
                        {"4096x4096", "large: 64 MiB"}},
+                      rows_bytes,
                       reduce_case});
   families.push_back({MINIDL_BENCH_KEYS(RowMaxKernel, {"max"}),
                       "ROWSxCOLS",
@@ -158,6 +181,7 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                       {{"64x10", "MNIST predictions (argmax of the logits)"},
                        {"1536x37", "captcha greedy decoding (T*N rows of classes)"},
                        {"4096x4096", "large: 64 MiB"}},
+                      rows_bytes,
                       reduce_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(GatherKernel, {"gather"}), MINIDL_BENCH_KEYS(ScatterAddKernel, {"gather.backward"})),
                       "OUTERxNxINNER,kK",
@@ -166,6 +190,7 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                       {{"64x10x1,k1", "one logit per MNIST row"},
                        {"1536x37x1,k4", "four classes per captcha step"},
                        {"4096x4096x1,k512", "large"}},
+                      pick_bytes,
                       gather_case});
   families.push_back({MINIDL_BENCH_KEYS(IndexSelectKernel, {"index_select"}),
                       "OUTERxNxINNER,kK",
@@ -174,6 +199,7 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                       {{"1x60000x784,k64", "an MNIST batch of 64 from the training set on the device"},
                        {"1x60000x784,k1024", "an MNIST batch of 1024"},
                        {"1x60000x1,k1024", "the labels of that batch"}},
+                      pick_bytes,
                       index_select_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(SoftmaxKernel, {"softmax", "log_softmax"}),
                              MINIDL_BENCH_KEYS(SoftmaxBackwardKernel, {"softmax.backward", "log_softmax.backward"})),
@@ -183,6 +209,7 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                       {{"64x10", "MNIST logits"},
                        {"1536x37", "captcha log_softmax (12 steps x 128 x 37 classes)"},
                        {"4096x4096", "large: 64 MiB"}},
+                      rows_bytes,
                       softmax_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(CrossEntropyKernel, {"cross_entropy"}),
                              MINIDL_BENCH_KEYS(CrossEntropyBackwardKernel, {"cross_entropy.backward"})),
@@ -190,6 +217,7 @@ void add_row_cases(std::vector<CaseFamily>& families) {
                       "N rows of C logits",
                       "4x5",
                       {{"64x10", "MNIST loss"}, {"1536x37", "captcha-sized logits"}, {"4096x1000", "large: 1000 classes"}},
+                      rows_bytes,
                       cross_entropy_case});
 }
 

@@ -19,6 +19,7 @@
 //   inputs and of the weights) plus the cell's backward
 // Bytes: inputs and parameters read once, outputs written once (a GRU reserve, private to each
 // kernel, is not counted).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -32,14 +33,31 @@ namespace {
 
 const char* kCtcSyntax = "TxNxC,sS";
 
+// {T, N, C, S}.
+std::vector<int64_t> read_ctc(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kCtcSyntax);
+  r.expect_parts(2, 2, "log_probs' shape, then sS");
+  const Shape s = r.sizes(0, {"T", "N", "C"});
+  if (s[2] < 2) r.fail(str_cat("C = ", s[2], " must be at least 2 (the blank and a label)"));
+  const LetterOption targets = r.options(1, "s", false).front();
+  r.at_least(targets, "the number of targets", 1);
+  r.numel(s, "log_probs");
+  r.numel({s[1], s[0], r.product(2, targets.first, "the extended labels") + 1}, "the alpha table");
+  return {s[0], s[1], s[2], targets.first};
+}
+
+// log_probs and the logits it is made from, the backward's gradient and a copy on the device; the alpha
+// table, twice for the backward (made on the CPU, copied); targets and lengths (int64) twice.
+double ctc_bytes(const std::string& key, const std::string& spec) {
+  const std::vector<int64_t> s = read_ctc(key, spec);
+  const double T = static_cast<double>(s[0]), N = static_cast<double>(s[1]), C = static_cast<double>(s[2]),
+               S = static_cast<double>(s[3]);
+  return (4 * T * N * C + 2 * N * T * (2 * S + 1) + 3 * N) * kFloatBytes + 2 * N * (S + 2) * kIndexBytes;
+}
+
 BenchCase ctc_case(const std::string& key, const std::string& spec, Device d) {
-  const std::vector<std::string> parts = split_spec(spec);
-  if (parts.size() != 2) bad_spec(key, spec, kCtcSyntax, "the log_probs shape and sS");
-  const Shape s = parse_dims(parts[0], "bench " + key);
-  const auto letters = parse_letters(parts[1], "bench " + key);
-  if (s.size() != 3 || letters.size() != 1 || letters[0].first != 's' || s[2] < 2)
-    bad_spec(key, spec, kCtcSyntax, "three sizes (C >= 2) and sS");
-  const int64_t T = s[0], N = s[1], C = s[2], S = letters[0].second.first, blank = 0;
+  const std::vector<int64_t> s = read_ctc(key, spec);
+  const int64_t T = s[0], N = s[1], C = s[2], S = s[3], blank = 0;
   // log_probs: a log_softmax of random logits (made with the naive kernel on the CPU).
   Tensor logits = normal_input({T * N, C}, Device::cpu()), lp_cpu = output({T * N, C}, Device::cpu());
   run_naive_cpu<SoftmaxKernel>("log_softmax", logits, lp_cpu);
@@ -80,9 +98,26 @@ BenchCase ctc_case(const std::string& key, const std::string& spec, Device d) {
   return c;
 }
 
+// {N, H} of a cell with `blocks` blocks of H in its widest tensor (the GRU's gates 4H, the LSTM's 5H).
+Shape read_cell(const std::string& key, const std::string& spec, int64_t blocks) {
+  SpecReader r(key, spec, "NxH");
+  r.expect_parts(1, 1, "N x H");
+  const Shape s = r.sizes(0, {"N", "H"});
+  r.numel({s[0], blocks, s[1]}, "the gates");
+  return s;
+}
+
+// In units of N*H floats: the GRU's forward 12 (gi, gh 3 each, h, h_new, gates 4), its backward 30 (the
+// forward's on the CPU, grad_h_new, grad_gi, grad_gh, grad_h); the LSTM's 16 and 36 likewise.
+double cell_bytes(const std::string& key, const std::string& spec) {
+  const bool lstm = key.rfind("lstm", 0) == 0, backward = key.find(".backward") != std::string::npos;
+  const Shape s = read_cell(key, spec, lstm ? 5 : 4);
+  const double units = lstm ? (backward ? 36 : 16) : (backward ? 30 : 12);
+  return units * float_bytes(s[0] * s[1]);
+}
+
 BenchCase gru_cell_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape s = parse_dims(spec, "bench " + key);
-  if (s.size() != 2) bad_spec(key, spec, "NxH", "two sizes");
+  const Shape s = read_cell(key, spec, 4);
   const int64_t N = s[0], H = s[1];
   const double units = static_cast<double>(N) * H;
   Tensor gi = normal_input({N, 3 * H}, d), gh = normal_input({N, 3 * H}, d), h = uniform_input({N, H}, -1, 1, d);
@@ -112,8 +147,7 @@ BenchCase gru_cell_case(const std::string& key, const std::string& spec, Device 
 
 // c [N, H] -> h_new, c_new [N, H], gates [N, 5H]; backward from grad_h_new, grad_c_new, c and the gates.
 BenchCase lstm_cell_case(const std::string& key, const std::string& spec, Device d) {
-  const Shape s = parse_dims(spec, "bench " + key);
-  if (s.size() != 2) bad_spec(key, spec, "NxH", "two sizes");
+  const Shape s = read_cell(key, spec, 5);
   const int64_t N = s[0], H = s[1];
   const double units = static_cast<double>(N) * H;
   Tensor gi = normal_input({N, 4 * H}, d), gh = normal_input({N, 4 * H}, d), c = uniform_input({N, H}, -1, 1, d);
@@ -153,29 +187,67 @@ struct RnnSequenceState {
   RnnSequenceReserve reserve;
 };
 
+struct RnnSequenceSpec {
+  int64_t T = 0, N = 0, I = 0, H = 0, layers = 1;
+  bool bidirectional = false;
+};
+
+RnnSequenceSpec read_rnn_sequence(const std::string& key, const std::string& spec) {
+  SpecReader r(key, spec, kRnnSequenceSyntax);
+  r.expect_parts(2, 4, "x's shape, then hH, lL, bi");
+  const Shape s = r.sizes(0, {"T", "N", "I"});
+  RnnSequenceSpec q;
+  q.T = s[0], q.N = s[1], q.I = s[2];
+  bool have_hidden = false;
+  for (size_t i = 1; i < r.parts(); ++i) {
+    if (r.word(i, "bi")) {
+      q.bidirectional = true;
+      continue;
+    }
+    const char letter = r.part(i)[0];
+    if (letter != 'h' && letter != 'l') r.fail(str_cat("unknown option '", r.part(i), "' (options: hH, lL, bi)"));
+    const LetterOption o = r.options(i, "hl", false).front();
+    if (letter == 'h') {
+      r.at_least(o, "the hidden size", 1);
+      q.H = o.first, have_hidden = true;
+    } else {
+      r.at_least(o, "the number of layers", 1);
+      q.layers = o.first;
+    }
+  }
+  if (!have_hidden) r.fail("the hidden size hH is required");
+  const int64_t gates = key.rfind("lstm", 0) == 0 ? 4 : 3, dirs = q.bidirectional ? 2 : 1;
+  r.numel({q.T, q.N, q.I}, "x");
+  r.numel({q.T, q.N, q.H, dirs, gates + 2}, "a layer's saved values");
+  r.numel({gates, q.H, std::max(q.I, q.H * dirs)}, "w_ih");
+  return q;
+}
+
+// x, y, the parameters and, for the backward, grad_y, grad_x and the parameters' gradients; the
+// reserve, estimated as G + 2 values per unit and step of every layer and direction (the naive kernel's
+// saved gate values) and every layer's output but the last.
+double rnn_sequence_bytes(const std::string& key, const std::string& spec) {
+  const RnnSequenceSpec q = read_rnn_sequence(key, spec);
+  const double T = static_cast<double>(q.T), N = static_cast<double>(q.N), I = static_cast<double>(q.I),
+               H = static_cast<double>(q.H), L = static_cast<double>(q.layers);
+  const double G = key.rfind("lstm", 0) == 0 ? 4 : 3, dirs = q.bidirectional ? 2 : 1;
+  const double params = dirs * (G * H * (I + H + 2) + (L - 1) * G * H * (H * dirs + H + 2));
+  const double io = T * N * I + T * N * H * dirs;
+  const double reserve = L * dirs * T * N * H * (G + 2) + (L - 1) * T * N * H * dirs;
+  const bool backward = key.find(".backward") != std::string::npos;
+  return (2 * params + (backward ? 2 : 1) * io + reserve) * kFloatBytes;
+}
+
 // The GRU (3 gate blocks) or the LSTM (4), by key.
 BenchCase rnn_sequence_case(const std::string& key, const std::string& spec, Device d) {
   const bool lstm = key.rfind("lstm", 0) == 0;
   const int64_t G = lstm ? 4 : 3;
   const double cell_forward = lstm ? 13 : 12, cell_backward = lstm ? 22 : 17;
-  const std::vector<std::string> parts = split_spec(spec);
-  const Shape s = parse_dims(parts[0], "bench " + key);
-  if (s.size() != 3) bad_spec(key, spec, kRnnSequenceSyntax, "x's shape T x N x I");
-  const int64_t T = s[0], N = s[1], I = s[2];
-  int64_t H = 0;
+  const RnnSequenceSpec q = read_rnn_sequence(key, spec);
+  const int64_t T = q.T, N = q.N, I = q.I, H = q.H;
   auto st = std::make_shared<RnnSequenceState>();
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i] == "bi") {
-      st->bidirectional = true;
-      continue;
-    }
-    const auto letters = parse_letters(parts[i], "bench " + key);
-    if (letters.size() != 1) bad_spec(key, spec, kRnnSequenceSyntax, "options are hH, lL and bi");
-    if (letters[0].first == 'h') H = letters[0].second.first;
-    else if (letters[0].first == 'l') st->layers = static_cast<int>(letters[0].second.first);
-    else bad_spec(key, spec, kRnnSequenceSyntax, "options are hH, lL and bi");
-  }
-  if (H < 1) bad_spec(key, spec, kRnnSequenceSyntax, "the hidden size hH is required");
+  st->layers = static_cast<int>(q.layers);
+  st->bidirectional = q.bidirectional;
   const int64_t dirs = st->bidirectional ? 2 : 1;
   const double bound = 1.0 / std::sqrt(static_cast<double>(H));  // PyTorch's GRU and LSTM initialisation
   double gemm_flops = 0, param_numel = 0;
@@ -241,6 +313,7 @@ void add_sequence_cases(std::vector<CaseFamily>& families) {
                       "log_probs [T, N, C]; S targets per sample, none the blank (0)",
                       "6x2x5,s2",
                       {{"12x128x37,s4", "captcha loss: 12 steps, 4 characters"}, {"200x64x96,s50", "large"}},
+                      ctc_bytes,
                       ctc_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(GruCellKernel, {"gru_cell"}),
                              MINIDL_BENCH_KEYS(GruCellBackwardKernel, {"gru_cell.backward"})),
@@ -248,6 +321,7 @@ void add_sequence_cases(std::vector<CaseFamily>& families) {
                       "N rows, H hidden units (gi, gh [N, 3H])",
                       "3x4",
                       {{"128x128", "captcha GRU step"}, {"4096x1024", "large"}},
+                      cell_bytes,
                       gru_cell_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(LstmCellKernel, {"lstm_cell"}),
                              MINIDL_BENCH_KEYS(LstmCellBackwardKernel, {"lstm_cell.backward"})),
@@ -255,6 +329,7 @@ void add_sequence_cases(std::vector<CaseFamily>& families) {
                       "N rows, H hidden units (gi, gh [N, 4H])",
                       "3x4",
                       {{"128x128", "captcha --rnn lstm step"}, {"4096x1024", "large"}},
+                      cell_bytes,
                       lstm_cell_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(GruSequenceKernel, {"gru_sequence"}),
                              concat(MINIDL_BENCH_KEYS(GruSequenceBackwardKernel, {"gru_sequence.backward"}),
@@ -265,6 +340,7 @@ void add_sequence_cases(std::vector<CaseFamily>& families) {
                       "4x2x3,h5,l2,bi",
                       {{"12x128x512,h128,l2,bi", "captcha RNN (GRU, or LSTM with --rnn lstm)"},
                        {"64x64x256,h256,l1", "large: 64 steps"}},
+                      rnn_sequence_bytes,
                       rnn_sequence_case});
 }
 

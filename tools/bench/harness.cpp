@@ -280,17 +280,39 @@ std::vector<Row> run_case(const std::string& key, const DefaultShape& shape, con
 std::map<std::string, std::vector<std::string>> parse_shapes(const std::vector<std::string>& shapes) {
   std::map<std::string, std::vector<std::string>> by_name;
   for (const std::string& s : shapes) {
+    check_shape_flag(s);
     const size_t colon = s.find(':');
-    MINIDL_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < s.size(), "bench: --shape '", s,
-                 "' is not KEY:SPEC (e.g. matmul:1024x1024x1024; `minidl bench --help` lists the syntax of each key)");
-    const std::string name = s.substr(0, colon);
-    check_ops_known({name}, "bench --shape");
-    by_name[name].push_back(s.substr(colon + 1));
+    by_name[s.substr(0, colon)].push_back(s.substr(colon + 1));
   }
   return by_name;
 }
 
+// "" when a case's tensors, `bytes` of them, fit the free memory of d (and of the CPU too when d is a GPU:
+// the reference case is built there); otherwise why not.
+std::string why_not_fits(double bytes, Device d) {
+  for (const Device& where : d.is_cpu() ? std::vector<Device>{d} : std::vector<Device>{d, Device::cpu()}) {
+    const FreeMemory free = free_memory(where);
+    if (bytes > free.bytes)
+      return str_cat("this case needs ", human(bytes, "B"), " for its tensors, more than the ", human(free.bytes, "B"),
+                     " ", free.how);
+  }
+  return "";
+}
+
 }  // namespace
+
+double check_shape_flag(const std::string& value) {
+  const size_t colon = value.find(':');
+  MINIDL_CHECK(colon != std::string::npos && colon > 0 && colon + 1 < value.size(), "bench: --shape '", value,
+               "' is not KEY:SPEC (e.g. matmul:1024x1024x1024; `minidl bench --help` lists the syntax of each key)");
+  const std::string name = value.substr(0, colon), spec = value.substr(colon + 1);
+  check_ops_known({name}, "bench --shape");
+  double bytes = 0;
+  for (const CaseFamily& family : case_families())
+    for (const CaseKey& k : family.keys)
+      if (k.key == name || k.key.substr(0, k.key.find('.')) == name) bytes = std::max(bytes, family.check(k.key, spec));
+  return bytes;
+}
 
 int run_bench(const BenchOptions& o, std::FILE* out) {
   MINIDL_CHECK(o.repeat >= 1, "bench: --repeat must be at least 1");
@@ -314,6 +336,17 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
     if (keys.empty() || keys.back() != k->key) keys.push_back(k->key);
     kernel_names.insert(k->name);
   }
+  // The memory of every case --shape asks for, before anything runs.
+  for (const std::string& key : keys)
+    for (const std::string& name : {key, key.substr(0, key.find('.'))}) {
+      const auto it = shapes.find(name);
+      const CaseFamily* family = find_case_family(key);
+      if (it == shapes.end() || !family) continue;
+      for (const std::string& spec : it->second) {
+        const std::string why = why_not_fits(family->check(key, spec), d);
+        MINIDL_CHECK(why.empty(), "bench --shape ", key, ":", spec, ": ", why);
+      }
+    }
   for (const std::string& name : o.kernels)
     if (!kernel_names.count(name)) {
       std::string list;
@@ -346,6 +379,13 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
       for (const DefaultShape& shape : family->defaults)
         if (shape.device.empty() || shape.device == device_type_name(d.type)) specs.push_back(shape);
     for (const DefaultShape& shape : specs) {
+      // A default shape larger than this machine's free memory is skipped, and said so (a --shape one was
+      // refused above).
+      const std::string why = why_not_fits(family->check(key, shape.spec), d);
+      if (!why.empty()) {
+        std::fprintf(out, "%s %s: skipped: %s\n\n", key.c_str(), shape.spec.c_str(), why.c_str());
+        continue;
+      }
       std::vector<Row> rows = run_case(key, shape, *family, d, flush, o);
       if (rows.empty()) continue;
       print_case(out, rows);

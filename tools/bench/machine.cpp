@@ -20,8 +20,12 @@
 #include <fstream>
 #include <vector>
 
+#include "core/block_cache.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#ifdef MINIDL_WITH_CUDA
+#include "cuda/allocator.h"
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -183,6 +187,40 @@ void describe_cpu_peaks(MachineInfo& m) {
 }  // namespace
 
 std::string cpu_model_name() { return cpuinfo_field("model name"); }
+
+FreeMemory free_memory(Device d) {
+  FreeMemory m;
+  if (!d.is_cpu()) {
+#ifdef MINIDL_WITH_CUDA
+    m.bytes = static_cast<double>(cuda_memory_available(d.index));
+    m.how = str_cat("free on ", d.str(), " (the driver's free memory, the allocator's cache, MINIDL_CUDA_MEMORY_LIMIT)");
+#else
+    m.bytes = 0;
+    m.how = str_cat("on ", d.str(), " (this build has no CUDA)");
+#endif
+    return m;
+  }
+  // MemAvailable: what the kernel can give without swapping; the physical memory when /proc says nothing.
+  std::ifstream in("/proc/meminfo");
+  std::string line;
+  double kib = 0;
+  while (std::getline(in, line))
+    if (std::sscanf(line.c_str(), "MemAvailable: %lf kB", &kib) == 1) {
+      m.bytes = kib * 1024;
+      m.how = "available on the CPU (MemAvailable of /proc/meminfo)";
+      break;
+    }
+  if (m.how.empty()) {
+    m.bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+    m.how = "of physical memory on the CPU";
+  }
+  const size_t cgroup = cgroup_memory_limit();
+  if (cgroup > 0 && static_cast<double>(cgroup) < m.bytes) {
+    m.bytes = static_cast<double>(cgroup);
+    m.how = "the process may use on the CPU (its cgroup's memory limit)";
+  }
+  return m;
+}
 
 MachineInfo describe_machine(Device d) {
   MachineInfo m;

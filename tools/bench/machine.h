@@ -23,6 +23,16 @@ struct MachineInfo {
 // The CPU's "model name" in /proc/cpuinfo ("Intel(R) Xeon(R) Processor"), or "" when there is none.
 std::string cpu_model_name();
 
+// The bytes a new allocation on `d` may get now, and where the number comes from (for messages). The CPU:
+// the smaller of MemAvailable (/proc/meminfo) and the memory limit of the process's cgroup
+// (core/block_cache.h, the limit the CPU block cache is sized by). A GPU: the driver's free memory plus
+// the allocator's cache, within MINIDL_CUDA_MEMORY_LIMIT (cuda/allocator.h cuda_memory_available).
+struct FreeMemory {
+  double bytes = 0;
+  std::string how;  // "MemAvailable of /proc/meminfo", "the cgroup's memory limit", "cudaMemGetInfo ..."
+};
+FreeMemory free_memory(Device d);
+
 // Measures and describes `d` (a second or so on the CPU: the FMA loop and a 256 MiB copy).
 MachineInfo describe_machine(Device d);
 
