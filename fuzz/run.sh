@@ -6,12 +6,12 @@
 # build-fuzz/corpus/<target>/ (the next run starts from there); an input that crashes, hangs (over 20 s)
 # or takes over 2 GB is written to build-fuzz/artifacts/ and the run fails, showing the report.
 # fuzz/run.sh --corpus   rewrites the committed seeds, fuzz/corpus/, with fuzz_make_corpus.
-# Environment: FUZZ_TARGETS (default: all five), JOBS (build threads), FUZZ_SEED (libFuzzer's -seed:
+# Environment: FUZZ_TARGETS (default: all six), JOBS (build threads), FUZZ_SEED (libFuzzer's -seed:
 # a fixed seed replays the same mutations, as CI does; unset, each run explores new ones).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-fuzz
-read -r -a targets <<<"${FUZZ_TARGETS:-idx image checkpoint image_csv captcha_folder}"
+read -r -a targets <<<"${FUZZ_TARGETS:-idx image checkpoint image_csv captcha_folder font}"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINIDL_WITH_CUDA=OFF -DMINIDL_WITH_MPI=OFF \
