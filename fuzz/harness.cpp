@@ -2,6 +2,7 @@
 #include "fuzz/harness.h"
 
 #include <stb_image_write.h>
+#include <stb_truetype.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,7 +21,9 @@
 #include "examples/mnist/model.h"
 #include "examples/run_state.h"
 #include "nn/captcha_data.h"
+#include "nn/captcha_gen.h"
 #include "nn/checkpoint.h"
+#include "nn/font_file.h"
 #include "nn/idx.h"
 #include "nn/image.h"
 #include "nn/image_csv.h"
@@ -224,6 +227,28 @@ std::string captcha_folder_input(const uint8_t* data, size_t size) {
   return refused([&] {
     const CaptchaDataset d = load_captcha_folder(folder.string(), options);
     encode_ctc_targets(d.labels, d.charset);
+  });
+}
+
+std::string font_input(const uint8_t* data, size_t size) {
+  const std::vector<uint8_t> bytes(data, data + size);
+  std::string characters;
+  for (char c = '!'; c <= '~'; ++c) characters += c;
+  return refused([&] {
+    const std::vector<Image> glyphs = draw_font_glyphs(bytes, "input", characters, 24);
+    // The checker replays stb_truetype's character lookup with every read checked; both must agree, or
+    // the checks guard another path than the one stb takes.
+    stbtt_fontinfo info;
+    if (stbtt_InitFont(&info, bytes.data(), stbtt_GetFontOffsetForIndex(bytes.data(), 0)) == 0)
+      throw std::logic_error("check_truetype_font accepted a font stbtt_InitFont refuses");
+    for (size_t i = 0; i < characters.size(); ++i) {
+      const int stb = stbtt_FindGlyphIndex(&info, static_cast<unsigned char>(characters[i]));
+      if (static_cast<uint32_t>(stb) != truetype_glyph_index(bytes.data(), bytes.size(),
+                                                            static_cast<unsigned char>(characters[i])))
+        throw std::logic_error("truetype_glyph_index and stbtt_FindGlyphIndex disagree");
+      if ((stb == 0) != (glyphs[i].width == 0))
+        throw std::logic_error("draw_font_glyphs drew a character the font lacks, or skipped one it has");
+    }
   });
 }
 

@@ -1,6 +1,6 @@
 // fuzz/harness.h — what each fuzz target does with one input: the readers of files that come from
-// outside (IDX files, images, checkpoints, Kaggle-style image CSV files, captcha folders) fed with
-// arbitrary bytes.
+// outside (IDX files, images, checkpoints, Kaggle-style image CSV files, captcha folders, TrueType
+// fonts) fed with arbitrary bytes.
 //
 // Each function returns the reader's minidl::Error message, or "" when the input was accepted. Refusing
 // an input with an Error is the reader doing its job; a crash, a sanitizer report, a hang, a huge
@@ -44,5 +44,11 @@ std::string image_csv_input(const uint8_t* data, size_t size);
 //      get a valid PNG, others one byte), read without labels.csv.
 // Accepted folders' labels are then encoded as CTC targets.
 std::string captcha_folder_input(const uint8_t* data, size_t size);
+
+// The bytes as a TrueType font: checked and drawn as the captcha generator checks and draws a font
+// (nn/captcha_gen.h draw_font_glyphs: nn/font_file.h's checks, then stb_truetype), every printable ASCII
+// character at 24 pixels per em. What is accepted must also pass stbtt_InitFont, and the checker's
+// character lookup must give the glyphs stbtt_FindGlyphIndex gives (otherwise std::logic_error: a bug).
+std::string font_input(const uint8_t* data, size_t size);
 
 }  // namespace minidl::fuzz

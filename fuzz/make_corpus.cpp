@@ -1,11 +1,16 @@
 // fuzz/make_corpus.cpp — writes the seed inputs of the fuzz targets: fuzz_make_corpus DIR writes
 // DIR/<target>/<name>, a few small valid (and some nearly valid) files of each format, made by minidl's
-// own writers so they follow the formats as the code does (the bench's specs from its own tables). The committed seeds under fuzz/corpus/ were
+// own writers so they follow the formats as the code does (the bench's specs from its own tables). The
+// committed seeds under fuzz/corpus/ were
 // written by it (`make fuzz-corpus` rewrites them).
 #include <stb_image_write.h>
+#include <stb_truetype.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -175,6 +180,189 @@ void image_csv_seeds() {
   write_text("image_csv", "bad_label", std::string(1, '\0') + "label,pixel0,pixel1,pixel2,pixel3\n10,0,0,0,0\n");
 }
 
+// ---- fonts: a few glyphs of DejaVu Sans re-packed into a minimal TrueType file (a whole font is 750 KB:
+// slow to mutate, and more than a seed needs), in the variants stb_truetype reads differently.
+void put16(std::vector<uint8_t>& b, uint32_t v) {
+  b.push_back(static_cast<uint8_t>(v >> 8));
+  b.push_back(static_cast<uint8_t>(v));
+}
+void put32(std::vector<uint8_t>& b, uint32_t v) {
+  put16(b, v >> 16);
+  put16(b, v & 0xffff);
+}
+uint32_t get16(const uint8_t* p) { return static_cast<uint32_t>(p[0] << 8 | p[1]); }
+
+struct SubsetOptions {
+  int cmap_format = 4;     // 4 (segments) or 12 (groups)
+  int loca_format = 0;     // 0 (short offsets) or 1 (long)
+  bool composite = false;  // add a composite glyph (the first two glyphs side by side) for 'Z'
+};
+
+// The glyphs of `chars` (simple glyphs only) of the font `source`, glyph 0 empty, with the tables
+// stb_truetype reads: cmap, glyf, head, hhea, hmtx, loca, maxp.
+std::vector<uint8_t> truetype_subset(const std::vector<uint8_t>& source, const std::string& chars,
+                                     const SubsetOptions& o) {
+  stbtt_fontinfo info;
+  if (!stbtt_InitFont(&info, source.data(), stbtt_GetFontOffsetForIndex(source.data(), 0))) return {};
+  auto source_glyph = [&](int g) {
+    const uint8_t* loca = source.data() + info.loca;
+    auto at = [&](int i) {
+      return info.indexToLocFormat == 0 ? 2 * get16(loca + 2 * i)
+                                        : get16(loca + 4 * i) << 16 | get16(loca + 4 * i + 2);
+    };
+    return std::vector<uint8_t>(source.begin() + info.glyf + at(g), source.begin() + info.glyf + at(g + 1));
+  };
+  std::vector<std::vector<uint8_t>> glyphs = {{}};  // glyph 0: empty
+  std::vector<std::pair<int, int>> metrics = {{0, 0}};
+  std::map<uint32_t, uint32_t> cmap;  // code point -> glyph
+  for (char c : chars) {
+    const int g = stbtt_FindGlyphIndex(&info, static_cast<unsigned char>(c));
+    std::vector<uint8_t> glyph = source_glyph(g);
+    if (g == 0 || glyph.size() < 10 || static_cast<int16_t>(get16(glyph.data())) < 0) continue;
+    int advance = 0, lsb = 0;
+    stbtt_GetGlyphHMetrics(&info, g, &advance, &lsb);
+    cmap[static_cast<unsigned char>(c)] = static_cast<uint32_t>(glyphs.size());
+    glyphs.push_back(glyph);
+    metrics.emplace_back(advance, lsb);
+  }
+  if (o.composite && glyphs.size() >= 3) {
+    std::vector<uint8_t> g;
+    put16(g, 0xffff);  // numberOfContours -1: composite
+    for (int i = 0; i < 4; ++i) g.insert(g.end(), glyphs[1].begin() + 2 + 2 * i, glyphs[1].begin() + 4 + 2 * i);
+    put16(g, 2 | 1 | 32);  // x/y offsets, as words; more components follow
+    put16(g, 1);
+    put16(g, 0), put16(g, 0);
+    put16(g, 2 | 1 | 8);  // x/y offsets, as words, with a scale
+    put16(g, 2);
+    put16(g, 600), put16(g, 0);
+    put16(g, 0x2000);  // scale 0.5 (2.14 fixed point)
+    cmap['Z'] = static_cast<uint32_t>(glyphs.size());
+    glyphs.push_back(g);
+    metrics.emplace_back(metrics[1]);
+  }
+  const uint32_t count = static_cast<uint32_t>(glyphs.size());
+  std::map<std::string, std::vector<uint8_t>> tables;
+
+  std::vector<uint8_t>& glyf = tables["glyf"];
+  std::vector<uint8_t>& loca = tables["loca"];
+  for (const std::vector<uint8_t>& g : glyphs) {
+    o.loca_format == 0 ? put16(loca, static_cast<uint32_t>(glyf.size() / 2)) : put32(loca, static_cast<uint32_t>(glyf.size()));
+    glyf.insert(glyf.end(), g.begin(), g.end());
+    while (glyf.size() % 4) glyf.push_back(0);
+  }
+  o.loca_format == 0 ? put16(loca, static_cast<uint32_t>(glyf.size() / 2)) : put32(loca, static_cast<uint32_t>(glyf.size()));
+
+  tables["head"].assign(source.begin() + info.head, source.begin() + info.head + 54);
+  tables["head"][50] = 0;
+  tables["head"][51] = static_cast<uint8_t>(o.loca_format);
+  tables["head"][8] = tables["head"][9] = tables["head"][10] = tables["head"][11] = 0;  // checkSumAdjustment
+  tables["hhea"].assign(source.begin() + info.hhea, source.begin() + info.hhea + 36);
+  tables["hhea"][34] = static_cast<uint8_t>(count >> 8);
+  tables["hhea"][35] = static_cast<uint8_t>(count);
+  put32(tables["maxp"], 0x00005000);  // version 0.5: the glyph count only
+  put16(tables["maxp"], count);
+  for (const auto& [advance, lsb] : metrics) {
+    put16(tables["hmtx"], static_cast<uint32_t>(advance));
+    put16(tables["hmtx"], static_cast<uint16_t>(lsb));
+  }
+
+  std::vector<uint8_t>& cm = tables["cmap"];
+  put16(cm, 0);  // version
+  put16(cm, 1);  // one subtable: Windows, Unicode BMP (format 4) or full (format 12)
+  put16(cm, 3);
+  put16(cm, o.cmap_format == 4 ? 1 : 10);
+  put32(cm, 12);
+  if (o.cmap_format == 4) {  // one segment per character (idDelta maps it), then the closing 0xffff
+    const uint32_t segments = static_cast<uint32_t>(cmap.size()) + 1;
+    uint32_t power = 1, log2 = 0;
+    while (power * 2 <= segments) power *= 2, ++log2;
+    put16(cm, 4);
+    put16(cm, 16 + 8 * segments);
+    put16(cm, 0);
+    put16(cm, 2 * segments);
+    put16(cm, 2 * power);
+    put16(cm, log2);
+    put16(cm, 2 * segments - 2 * power);
+    for (const auto& [c, g] : cmap) put16(cm, c);  // endCode
+    put16(cm, 0xffff);
+    put16(cm, 0);                                  // reservedPad
+    for (const auto& [c, g] : cmap) put16(cm, c);  // startCode
+    put16(cm, 0xffff);
+    for (const auto& [c, g] : cmap) put16(cm, (g - c) & 0xffff);  // idDelta
+    put16(cm, 1);
+    for (size_t i = 0; i < segments; ++i) put16(cm, 0);  // idRangeOffset
+  } else {
+    put16(cm, 12);
+    put16(cm, 0);
+    put32(cm, 16 + 12 * static_cast<uint32_t>(cmap.size()));
+    put32(cm, 0);
+    put32(cm, static_cast<uint32_t>(cmap.size()));
+    for (const auto& [c, g] : cmap) put32(cm, c), put32(cm, c), put32(cm, g);
+  }
+
+  // The file: the header and table directory (sorted by tag), then the tables, each 4-byte aligned.
+  std::vector<uint8_t> out;
+  const uint32_t n = static_cast<uint32_t>(tables.size());
+  put32(out, 0x00010000);
+  put16(out, n);
+  uint32_t power = 1, log2 = 0;  // searchRange, entrySelector, rangeShift: the binary search's hints
+  while (power * 2 <= n) power *= 2, ++log2;
+  put16(out, 16 * power), put16(out, log2), put16(out, 16 * (n - power));
+  uint32_t offset = 12 + 16 * n;
+  for (const auto& [tag, data] : tables) {
+    out.insert(out.end(), tag.begin(), tag.end());
+    uint32_t sum = 0;
+    for (size_t i = 0; i < data.size(); i += 4)
+      for (size_t k = 0; k < 4; ++k) sum += (i + k < data.size() ? data[i + k] : 0u) << (24 - 8 * k);
+    put32(out, sum);
+    put32(out, offset);
+    put32(out, static_cast<uint32_t>(data.size()));
+    offset += (static_cast<uint32_t>(data.size()) + 3) & ~3u;
+  }
+  for (const auto& [tag, data] : tables) {
+    out.insert(out.end(), data.begin(), data.end());
+    while (out.size() % 4) out.push_back(0);
+  }
+  return out;
+}
+
+// The same font as the first of a collection ('ttcf' 1.0): a 16-byte header before it, and its tables'
+// offsets moved by 16 (offsets in a collection count from the start of the file).
+std::vector<uint8_t> as_collection(std::vector<uint8_t> font) {
+  const uint32_t n = get16(font.data() + 4);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint8_t* p = font.data() + 12 + 16 * i + 8;
+    const uint32_t offset = (get16(p) << 16 | get16(p + 2)) + 16;
+    p[0] = static_cast<uint8_t>(offset >> 24), p[1] = static_cast<uint8_t>(offset >> 16);
+    p[2] = static_cast<uint8_t>(offset >> 8), p[3] = static_cast<uint8_t>(offset);
+  }
+  std::vector<uint8_t> out = {'t', 't', 'c', 'f'};
+  put32(out, 0x00010000);
+  put32(out, 1);
+  put32(out, 16);
+  out.insert(out.end(), font.begin(), font.end());
+  return out;
+}
+
+void font_seeds() {
+  const char* path = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+  const std::vector<uint8_t> dejavu = read(path);
+  if (dejavu.empty()) {
+    std::fprintf(stderr, "fuzz_make_corpus: no %s (fonts-dejavu-core); the font seeds are not written\n", path);
+    return;
+  }
+  const std::string chars = "AB12ox@";
+  const std::vector<uint8_t> subset = truetype_subset(dejavu, chars, {});
+  write("font", "dejavu_subset.ttf", subset);
+  write("font", "dejavu_subset_cmap12_long_loca.ttf", truetype_subset(dejavu, chars, {12, 1, false}));
+  write("font", "dejavu_subset_composite.ttf", truetype_subset(dejavu, chars, {4, 0, true}));
+  write("font", "dejavu_subset.ttc", as_collection(subset));
+  // Nearly valid: cut inside the table directory, inside the tables, and just before the end.
+  for (size_t length : {size_t(40), subset.size() / 2, subset.size() - 3})
+    write("font", "partial_cut_at_" + std::to_string(length) + ".ttf",
+          std::vector<uint8_t>(subset.begin(), subset.begin() + static_cast<std::ptrdiff_t>(length)));
+}
+
 void captcha_folder_seeds() {
   write_text("captcha_folder", "csv", std::string(1, '\0') + "file,label\nA1_0.png,A1\nB2.jpg, B2 \n");
   write_text("captcha_folder", "csv_bad_image", std::string(1, '\0') + "A1_0.png,A1\nbad.png,B1\n");
@@ -212,6 +400,7 @@ int main(int argc, char** argv) {
   captcha_folder_seeds();
   image_csv_seeds();
   bench_spec_seeds();
+  font_seeds();
   std::printf("fuzz_make_corpus: wrote the seeds under %s\n", argv[1]);
   return 0;
 }

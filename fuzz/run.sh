@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build-fuzz
-read -r -a targets <<<"${FUZZ_TARGETS:-idx image checkpoint image_csv captcha_folder bench_spec}"
+read -r -a targets <<<"${FUZZ_TARGETS:-idx image checkpoint image_csv captcha_folder bench_spec font}"
 
 if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINIDL_WITH_CUDA=OFF -DMINIDL_WITH_MPI=OFF \

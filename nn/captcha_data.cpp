@@ -2,7 +2,11 @@
 // (nn/captcha_data.h).
 #include "nn/captcha_data.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +16,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "nn/files.h"
 
 namespace minidl {
 
@@ -75,6 +80,26 @@ void check_label(const Entry& e, const CaptchaFolderOptions& options, bool from_
   MINIDL_CHECK(options.length <= 0 || static_cast<int>(e.label.size()) == options.length, "captcha data: the label '",
                e.label, "' of '", e.path, "' has ", e.label.size(), " characters, not ", options.length);
 }
+
+// What a folder entry is when it is not a regular file (nor a link to one): "a directory", "a FIFO
+// (named pipe)", "a link to a directory", "a broken symbolic link (to 'x.png')"...; "" for a file.
+std::string not_a_file(const fs::path& p) {
+  struct stat st, link;
+  const bool is_link = ::lstat(p.c_str(), &link) == 0 && S_ISLNK(link.st_mode);
+  if (::stat(p.c_str(), &st) == 0) {
+    if (S_ISREG(st.st_mode)) return "";
+    return is_link ? "a link to " + non_regular_file_kind(st.st_mode) : non_regular_file_kind(st.st_mode);
+  }
+  if (is_link) {
+    std::error_code ec;
+    const fs::path target = fs::read_symlink(p, ec);
+    return ec ? "a broken symbolic link" : "a broken symbolic link (to '" + target.string() + "')";
+  }
+  return str_cat("unreadable (", std::strerror(errno), ")");
+}
+
+// "1 file" or "3 files".
+std::string count_of(size_t n, const char* one, const char* many) { return str_cat(n, " ", n == 1 ? one : many); }
 
 // "a, b, c and 5 more"
 std::string some(const std::vector<std::string>& items, size_t shown = 3) {
@@ -225,14 +250,29 @@ CaptchaDataset load_captcha_folder(const std::string& folder, const CaptchaFolde
   MINIDL_CHECK(!entries.empty(), "captcha data: no images in '", folder, "'",
                from_csv ? " (labels.csv lists none)" : " (looked for .png, .jpg, .jpeg, .bmp files)");
   for (const Entry& e : entries) check_label(e, options, from_csv);
-  if (!data.skipped.empty()) {
-    std::vector<std::string> names;
-    for (const std::string& p : data.skipped) names.push_back(fs::path(p).filename().string());
-    data.warnings.push_back(str_cat("'", folder, "': skipped ", data.skipped.size(),
-                                    data.skipped.size() == 1 ? " entry" : " entries",
-                                    from_csv ? " (not image files, or not listed in labels.csv): "
-                                             : " (not image files: .png, .jpg, .jpeg, .bmp): ",
-                                    some(names, 5)));
+  if (!data.skipped.empty()) {  // each entry named for what it is: not a file, not an image, not listed
+    std::vector<std::string> not_files, not_images, not_listed;
+    for (const std::string& p : data.skipped) {
+      const std::string name = fs::path(p).filename().string(), kind = not_a_file(p);
+      if (!kind.empty())
+        not_files.push_back(name + " is " + kind);
+      else if (!has_image_extension(p))
+        not_images.push_back(name);
+      else
+        not_listed.push_back(name);
+    }
+    std::vector<std::string> parts;
+    if (!not_files.empty()) parts.push_back(some(not_files, 5));
+    if (!not_images.empty())
+      parts.push_back(str_cat(count_of(not_images.size(), "file", "files"),
+                              " without an image extension (.png, .jpg, .jpeg, .bmp): ", some(not_images, 5)));
+    if (!not_listed.empty())
+      parts.push_back(str_cat(count_of(not_listed.size(), "image", "images"), " not listed in labels.csv: ",
+                              some(not_listed, 5)));
+    std::string joined;
+    for (const std::string& part : parts) joined += (joined.empty() ? "" : "; ") + part;
+    data.warnings.push_back(str_cat("'", folder, "': skipped ", count_of(data.skipped.size(), "entry", "entries"), ": ",
+                                    joined));
   }
   warn_about_inferred_labels(entries, options, data.warnings);
 

@@ -8,7 +8,9 @@
 //                                        folder are not parsed
 // Images are PNG, JPEG or BMP of any size, converted to RGB and resized (bilinear) to the model input.
 // Files with other extensions, folders and other non-files are skipped (and, with labels.csv, images it
-// does not list): listed in CaptchaDataset::skipped and summed up in its warnings. Dot-files are ignored.
+// does not list): listed in CaptchaDataset::skipped and summed up in its warnings, each for what it is
+// ("ABCD_994.png is a directory", "... is a broken symbolic link (to 'x.png')", "... is a FIFO (named
+// pipe)", "2 files without an image extension (...): notes.txt, x.csv"). Dot-files are ignored.
 // When the charset (or the length) is not given, it is inferred from the labels, so a mislabelled file
 // widens it silently; the warnings then say so, with the rarest characters (and the label lengths) and
 // the files they come from, for the caller to show.

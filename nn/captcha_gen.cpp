@@ -24,13 +24,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "core/error.h"
 #include "core/philox.h"
+#include "nn/font_file.h"
 
 namespace minidl {
 
@@ -78,9 +78,19 @@ class CaptchaRandom {
 // ---------------------------------------------------------------- fonts
 struct Font {
   std::string path;
-  std::vector<unsigned char> data;  // stbtt_fontinfo points into it
+  std::vector<uint8_t> data;  // stbtt_fontinfo points into it
   stbtt_fontinfo info{};
 };
+
+// Every character a captcha may hold (check_text_chars): printable ASCII but the space.
+const std::string& drawable_characters() {
+  static const std::string chars = [] {
+    std::string s;
+    for (char c = '!'; c <= '~'; ++c) s += c;
+    return s;
+  }();
+  return chars;
+}
 
 // Fonts are read once per process and never freed; after loading they are only read, which stb_truetype
 // allows from any number of threads.
@@ -89,19 +99,27 @@ std::mutex& font_mutex() {
   return m;
 }
 
-const Font& load_font(const std::string& path) {
+// A font from bytes check_truetype_font accepted (nn/font_file.h: everything stb_truetype reads to draw
+// every drawable character is inside the file).
+std::unique_ptr<Font> font_from_checked_bytes(const std::string& path, std::vector<uint8_t> data,
+                                              const std::string& who) {
+  auto font = std::make_unique<Font>();
+  font->path = path;
+  font->data = std::move(data);
+  const int offset = stbtt_GetFontOffsetForIndex(font->data.data(), 0);
+  MINIDL_CHECK(offset >= 0 && stbtt_InitFont(&font->info, font->data.data(), offset) != 0, who, " '", path,
+               "' is not a TrueType font stb_truetype can read");
+  return font;
+}
+
+// stb_truetype trusts every offset in a font, so each file is checked first (nn/font_file.h). `who`
+// starts the error message ("captcha: font '<path>': truncated: ...").
+const Font& load_font(const std::string& path, const std::string& who = "captcha: font") {
   static std::map<std::string, std::unique_ptr<Font>> cache;
   std::lock_guard<std::mutex> lock(font_mutex());
   auto it = cache.find(path);
   if (it != cache.end()) return *it->second;
-  auto font = std::make_unique<Font>();
-  font->path = path;
-  std::ifstream in(path, std::ios::binary);
-  MINIDL_CHECK(in.good(), "captcha: cannot open font file '", path, "'");
-  font->data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  const int offset = stbtt_GetFontOffsetForIndex(font->data.data(), 0);
-  MINIDL_CHECK(offset >= 0 && stbtt_InitFont(&font->info, font->data.data(), offset) != 0, "captcha: '", path,
-               "' is not a TrueType font");
+  auto font = font_from_checked_bytes(path, read_truetype_font(path, drawable_characters(), who), who);
   return *cache.emplace(path, std::move(font)).first->second;
 }
 
@@ -156,6 +174,8 @@ Glyph rasterize(const Font& font, char c, double em_pixels) {
   const float scale = stbtt_ScaleForMappingEmToPixels(&font.info, static_cast<float>(em_pixels));
   int w = 0, h = 0, xoff = 0, yoff = 0;
   unsigned char* bitmap = stbtt_GetGlyphBitmap(&font.info, scale, scale, index, &w, &h, &xoff, &yoff);
+  MINIDL_CHECK(w >= 0 && h >= 0 && (bitmap != nullptr || w == 0 || h == 0), "captcha: font '", font.path,
+               "': cannot draw '", c, "' (a ", w, "x", h, " bitmap; out of memory?)");
   Glyph g;
   g.width = w + 2;
   g.height = h + 2;
@@ -502,6 +522,28 @@ Image to_image(const Canvas& canvas) {
 
 }  // namespace
 
+std::vector<Image> draw_font_glyphs(const std::vector<uint8_t>& font_bytes, const std::string& name,
+                                    const std::string& characters, double em_pixels) {
+  check_text_chars("the characters", characters);
+  MINIDL_CHECK(em_pixels >= 1 && em_pixels <= 4096, "captcha: em size ", em_pixels, " is outside 1..4096 pixels");
+  check_truetype_font(font_bytes.data(), font_bytes.size(), name, drawable_characters(), "captcha: font");
+  const std::unique_ptr<Font> font = font_from_checked_bytes(name, font_bytes, "captcha: font");
+  std::vector<Image> out;
+  for (char c : characters) {
+    Image img;
+    img.channels = 1;
+    if (stbtt_FindGlyphIndex(&font->info, static_cast<unsigned char>(c)) != 0) {
+      const Glyph g = rasterize(*font, c, em_pixels);
+      img.width = g.width;
+      img.height = g.height;
+      img.pixels.resize(g.coverage.size());
+      for (size_t i = 0; i < g.coverage.size(); ++i) img.pixels[i] = static_cast<uint8_t>(std::lround(g.coverage[i] * 255));
+    }
+    out.push_back(std::move(img));
+  }
+  return out;
+}
+
 CaptchaStyle parse_captcha_style(const std::string& name) {
   if (name == "classic") return CaptchaStyle::classic;
   if (name == "lined") return CaptchaStyle::lined;
@@ -542,7 +584,7 @@ void check_captcha_options(const CaptchaOptions& o) {
 
 std::string find_captcha_font() {
   if (const char* env = std::getenv("MINIDL_CAPTCHA_FONT"); env != nullptr && *env != '\0') {
-    MINIDL_CHECK(file_exists(env), "captcha: MINIDL_CAPTCHA_FONT='", env, "' does not exist");
+    load_font(env, "captcha: MINIDL_CAPTCHA_FONT");  // refuses a missing, non-regular or damaged file
     return env;
   }
   for (const std::string& path : default_font_candidates())

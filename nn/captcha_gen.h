@@ -35,7 +35,8 @@ struct CaptchaOptions {
   int min_length = 4, max_length = 4;                            // characters per captcha
   int width = 192, height = 64;
   // TrueType files, one picked at random per character (lined: per captcha). Empty: find_captcha_font()
-  // (classic); DejaVu Serif Bold and DejaVu Sans Mono Bold (lined, find_lined_captcha_fonts()).
+  // (classic); DejaVu Serif Bold and DejaVu Sans Mono Bold (lined, find_lined_captcha_fonts()). Each file
+  // is checked before stb_truetype reads it (nn/font_file.h): a damaged font is an Error naming the file.
   std::vector<std::string> fonts;
   CaptchaStyle style = CaptchaStyle::classic;
 };
@@ -43,9 +44,9 @@ struct CaptchaOptions {
 // Throws minidl::Error explaining the first problem with the options.
 void check_captcha_options(const CaptchaOptions& options);
 
-// The default font: $MINIDL_CAPTCHA_FONT when set, else the first existing file among DejaVu Sans Bold,
+// The default font: $MINIDL_CAPTCHA_FONT when set (its file is read and checked here), else the first existing file among DejaVu Sans Bold,
 // DejaVu Sans (Debian's fonts-dejavu-core, installed by `make deps`) and a few other common locations.
-// Throws an Error listing every place it looked.
+// Throws an Error listing every place it looked, or naming the variable and what is wrong with its file.
 std::string find_captcha_font();
 
 // The lined style's default fonts: DejaVu Serif Bold and DejaVu Sans Mono Bold (both in Debian's
@@ -58,5 +59,13 @@ std::string random_captcha_text(const CaptchaOptions& options, uint64_t seed, ui
 // The captcha image (width x height, 3 channels RGB) showing `text`. Thread-safe; fonts are loaded
 // once per process and shared.
 Image render_captcha(const std::string& text, const CaptchaOptions& options, uint64_t seed, uint64_t index);
+
+// Each character of `characters` drawn from the TrueType font in `font_bytes` (`name` stands for the file
+// in messages) as render_captcha draws a character: the bytes checked as a font file is, then the glyph
+// rasterised at em_pixels per em (1..4096). One coverage bitmap per character (1 channel, 0..255, with a
+// one-pixel empty border); a character the font lacks gives an empty 0x0 image. For tests and the font
+// fuzzer (fuzz/font_fuzzer.cpp).
+std::vector<Image> draw_font_glyphs(const std::vector<uint8_t>& font_bytes, const std::string& name,
+                                    const std::string& characters, double em_pixels);
 
 }  // namespace minidl

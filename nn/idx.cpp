@@ -172,7 +172,7 @@ std::string hex_bytes(const unsigned char* b, int n) {
   return out;
 }
 
-IdxArray read_idx_from(std::unique_ptr<RawInput> raw, const std::string& name) {
+IdxArray read_idx_from(std::unique_ptr<RawInput> raw, const std::string& name, const IdxHeaderCheck& check_header) {
   ByteSource src(std::move(raw), str_cat("idx: '", name, "'"));
   const std::string what = str_cat("idx: '", name, "'", src.gzip() ? " (gzip)" : "");
 
@@ -185,11 +185,15 @@ IdxArray read_idx_from(std::unique_ptr<RawInput> raw, const std::string& name) {
   MINIDL_CHECK(magic[2] == 0x08, what, ": unsupported element type 0x", hex_bytes(magic + 2, 1), " (",
                type_code_name(magic[2]), "); only unsigned byte (0x08) is supported");
   const int ndims = magic[3];
-  MINIDL_CHECK(ndims >= 1, what, ": the header says the data has 0 dimensions");
+  MINIDL_CHECK(ndims >= 1 && ndims <= kMaxIdxDims, what, ": header byte 3 (the number of dimensions) is ", ndims,
+               "; this reader accepts 1 to ", kMaxIdxDims, " (MNIST: 3 for images, 1 for labels); a corrupt byte?");
 
+  // The sizes, and their product checked as each arrives (it cannot overflow: it stays at most
+  // kMaxIdxDataBytes times one size, below 2^62).
   IdxArray out;
-  constexpr int64_t kMaxBytes = int64_t(1) << 40;  // anything larger is a corrupt header, not data
   int64_t expected = 1;
+  bool empty = false;
+  std::string dims_text;
   for (int d = 0; d < ndims; ++d) {
     unsigned char b[4];
     const size_t got = src.read(b, 4);
@@ -197,11 +201,14 @@ IdxArray read_idx_from(std::unique_ptr<RawInput> raw, const std::string& name) {
                  " dimensions, got ", 4 + 4 * d + static_cast<int>(got));
     const int64_t size = (int64_t(b[0]) << 24) | (int64_t(b[1]) << 16) | (int64_t(b[2]) << 8) | int64_t(b[3]);
     out.dims.push_back(size);
-    expected = size == 0 ? 0 : (expected > kMaxBytes / size ? kMaxBytes + 1 : expected * size);
+    dims_text += (d ? "x" : "") + std::to_string(size);
+    if (expected <= kMaxIdxDataBytes) expected *= size;
+    empty = empty || size == 0;
   }
-  std::string dims_text;
-  for (int64_t s : out.dims) dims_text += (dims_text.empty() ? "" : "x") + std::to_string(s);
-  MINIDL_CHECK(expected <= kMaxBytes, what, ": the header's sizes (", dims_text, ") are absurd; corrupt file?");
+  if (empty) expected = 0;
+  MINIDL_CHECK(expected <= kMaxIdxDataBytes, what, ": the header's sizes ", dims_text, " make more than ",
+               kMaxIdxDataBytes, " bytes (1 GiB), the most this reader accepts; a corrupt header?");
+  if (check_header) check_header(out.dims);
 
   // Read in chunks, so a header that promises more than the file holds costs no more memory than the
   // file itself.
@@ -229,17 +236,24 @@ IdxArray read_idx_from(std::unique_ptr<RawInput> raw, const std::string& name) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) { return read_idx_from(std::make_unique<FileInput>(path), path); }
+IdxArray read_idx(const std::string& path, const IdxHeaderCheck& check_header) {
+  return read_idx_from(std::make_unique<FileInput>(path), path, check_header);
+}
 
-IdxArray read_idx_bytes(const uint8_t* data, size_t size, const std::string& name) {
-  return read_idx_from(std::make_unique<MemoryInput>(data, size), name);
+IdxArray read_idx_bytes(const uint8_t* data, size_t size, const std::string& name, const IdxHeaderCheck& check_header) {
+  return read_idx_from(std::make_unique<MemoryInput>(data, size), name, check_header);
+}
+
+void check_idx_counts_match(int64_t images, const std::string& images_path, int64_t labels,
+                            const std::string& labels_path) {
+  MINIDL_CHECK(images == labels, "idx: '", images_path, "' has ", images, " images but '", labels_path, "' has ",
+               labels, " labels");
 }
 
 void check_idx_counts_match(const IdxArray& images, const std::string& images_path, const IdxArray& labels,
                             const std::string& labels_path) {
-  MINIDL_CHECK(!images.dims.empty() && !labels.dims.empty() && images.dims[0] == labels.dims[0],
-               "idx: '", images_path, "' has ", images.dims.empty() ? 0 : images.dims[0], " images but '",
-               labels_path, "' has ", labels.dims.empty() ? 0 : labels.dims[0], " labels");
+  check_idx_counts_match(images.dims.empty() ? 0 : images.dims[0], images_path, labels.dims.empty() ? 0 : labels.dims[0],
+                         labels_path);
 }
 
 }  // namespace minidl

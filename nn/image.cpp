@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "nn/files.h"
@@ -35,7 +36,7 @@ uint32_t be32(const uint8_t* p) {
 bool is_ascii_letter(uint8_t c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
 // A message from stb as one printable line: bytes outside printable ASCII as \xNN (stb copies a bad
-// chunk's name into its message as is), and something rather than nothing.
+// chunk's name into its message as is).
 std::string printable(const char* reason) {
   std::string out;
   for (const char* p = reason; p && *p; ++p) {
@@ -48,7 +49,21 @@ std::string printable(const char* reason) {
       out += buf;
     }
   }
-  return out.empty() ? "stb_image gave no reason" : out;
+  return out;
+}
+
+// stb_image keeps its last failure reason per thread, and some of its failures set none; and before a JPEG
+// or BMP is decoded its PNG test fails, leaving "bad png sig". So the reason is set to a known one before
+// decoding ("unknown image type", by asking stb about a 1-byte buffer), and a reason that is still that,
+// or the PNG test's for a file that is not a PNG, is no reason.
+void reset_stb_failure_reason() {
+  const unsigned char one_byte = 0;
+  int w = 0, h = 0, n = 0;
+  stbi_info_from_memory(&one_byte, 1, &w, &h, &n);
+}
+bool stb_gave_a_reason(const char* reason, const std::string& format) {
+  return reason != nullptr && *reason != '\0' && std::strcmp(reason, "unknown image type") != 0 &&
+         !(format != "PNG" && std::strcmp(reason, "bad png sig") == 0);
 }
 
 constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
@@ -100,6 +115,38 @@ std::string png_problem(const uint8_t* d, size_t n, Dimensions& dims) {
   }
 }
 
+// Why a PNG whose chunks are sound may still not decode: its image data, the IDAT chunks' bytes joined,
+// is one zlib stream; zlib says what is wrong with it where stb_image (whose inflater reports some faults
+// without a reason) may not. "" when the stream inflates to its end (or for Apple's CgBI files, whose
+// stream has no zlib header).
+std::string png_image_data_problem(const uint8_t* d, size_t n) {
+  std::vector<uint8_t> stream;
+  for (size_t pos = sizeof kPngSignature; pos + 12 <= n;) {
+    const uint32_t length = be32(d + pos);
+    const std::string name(reinterpret_cast<const char*>(d + pos + 4), 4);
+    if (name == "CgBI") return "";
+    if (name == "IDAT") stream.insert(stream.end(), d + pos + 8, d + pos + 8 + length);
+    if (name == "IEND") break;
+    pos += 12 + static_cast<size_t>(length);
+  }
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return "";
+  z.next_in = stream.data();
+  z.avail_in = static_cast<uInt>(stream.size());
+  std::vector<uint8_t> out(1 << 16);
+  int r = Z_OK;
+  while (r == Z_OK) {
+    z.next_out = out.data();
+    z.avail_out = static_cast<uInt>(out.size());
+    r = inflate(&z, Z_NO_FLUSH);
+  }
+  const std::string message = z.msg != nullptr ? z.msg : zError(r);
+  inflateEnd(&z);
+  if (r == Z_STREAM_END) return "";
+  if (r == Z_BUF_ERROR) return str_cat("its image data (IDAT, ", stream.size(), " bytes) ends inside its zlib stream");
+  return str_cat("its image data (IDAT, ", stream.size(), " bytes) is corrupt: ", message, " (zlib)");
+}
+
 // A JPEG is a sequence of segments, each a marker (ff xx) and, for most markers, a big-endian length
 // that counts itself; after a start-of-scan segment (ff da) come entropy-coded bytes, up to the next
 // marker (an ff followed by neither 00, a stuffed byte, nor d0..d7, a restart marker); the end-of-image
@@ -108,12 +155,15 @@ std::string png_problem(const uint8_t* d, size_t n, Dimensions& dims) {
 // Huffman tables are checked here, because stb_image 2.27 does not (both found by fuzz/image_fuzzer.cpp):
 // a table (DHT, ff c4) declaring more than 256 codes makes stb write past its arrays, and a scan (SOS,
 // ff da) that decodes with a table no DHT defined makes it read its uninitialised memory as one. A scan
+// naming a component the frame header does not define, and quantization tables (DQT, ff db) that do not
+// fill their segment exactly, make stb fail without saying why. A scan
 // decodes with the DC tables it names unless it is a progressive refinement or AC scan, and with the AC
 // tables unless it is a progressive DC scan.
 std::string jpeg_problem(const uint8_t* d, size_t n, Dimensions& dims) {
   size_t pos = 2;
   bool have_frame = false, progressive = false;
   bool defined[2][4] = {};  // [DC 0 / AC 1][table id]
+  std::vector<uint8_t> frame_ids;  // the component ids the frame header defines
   while (true) {
     if (pos + 2 > n) return str_cat("it ends after ", n, " bytes without the end-of-image marker (truncated?)");
     if (d[pos] != 0xff) return str_cat("expected a marker (ff) at offset ", pos, ", found ", hex_bytes(d + pos, 1));
@@ -138,6 +188,9 @@ std::string jpeg_problem(const uint8_t* d, size_t n, Dimensions& dims) {
     if (frame && !have_frame) {
       if (body_size < 5) return str_cat("its frame header at offset ", pos, " is too short (", length, " bytes)");
       dims = {static_cast<int64_t>(body[3]) << 8 | body[4], static_cast<int64_t>(body[1]) << 8 | body[2]};
+      if (body_size < 6 + 3 * static_cast<size_t>(body[5]))
+        return str_cat("its frame header at offset ", pos, " is too short for its ", int(body[5]), " components");
+      for (size_t c = 0; c < body[5]; ++c) frame_ids.push_back(body[6 + 3 * c]);
       have_frame = true;
       progressive = marker == 0xc2 || marker == 0xc6 || marker == 0xca || marker == 0xce;
     }
@@ -155,6 +208,19 @@ std::string jpeg_problem(const uint8_t* d, size_t n, Dimensions& dims) {
         t += 17 + static_cast<size_t>(codes);
       }
     }
+    if (marker == 0xdb) {  // quantization tables: precision << 4 | id (1 byte), then 64 values of 1 or 2 bytes
+      for (size_t t = 0; t < body_size;) {
+        const int precision = body[t] >> 4, id = body[t] & 15;
+        const size_t bytes = 1 + 64 * static_cast<size_t>(precision + 1);
+        if (precision > 1 || id > 3)
+          return str_cat("a quantization table at offset ", pos, " is invalid (precision/id byte ", hex_bytes(body + t, 1),
+                         "; precision 0 or 1, id 0 to 3)");
+        if (bytes > body_size - t)
+          return str_cat("the quantization table segment (DQT) at offset ", pos, " is cut short: its table ", id,
+                         " needs ", bytes, " bytes, ", body_size - t, " remain");
+        t += bytes;
+      }
+    }
     if (marker == 0xda) {  // components (id, DC table << 4 | AC table), then Ss, Se, Ah << 4 | Al
       const size_t components = body_size > 0 ? body[0] : 0;
       if (components == 0 || body_size < 1 + 2 * components + 3)
@@ -163,6 +229,13 @@ std::string jpeg_problem(const uint8_t* d, size_t n, Dimensions& dims) {
       const bool uses_dc = !progressive || (spectral_start == 0 && high_bit == 0);
       const bool uses_ac = !progressive || spectral_start > 0;
       for (size_t c = 0; c < components; ++c) {
+        if (std::find(frame_ids.begin(), frame_ids.end(), body[1 + 2 * c]) == frame_ids.end()) {
+          std::string ids;
+          for (uint8_t id : frame_ids) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+          return str_cat("the scan at offset ", pos, " names component ", int(body[1 + 2 * c]), ", which ",
+                         have_frame ? "the frame header (SOF) does not define (it defines " + ids + ")"
+                                    : "no frame header (SOF) before it defines");
+        }
         const int dc = body[2 + 2 * c] >> 4, ac = body[2 + 2 * c] & 15;
         if (dc > 3 || ac > 3 || (uses_dc && !defined[0][dc]) || (uses_ac && !defined[1][ac]))
           return str_cat("the scan at offset ", pos, " decodes with a Huffman table that no DHT segment before it "
@@ -179,7 +252,7 @@ std::string jpeg_problem(const uint8_t* d, size_t n, Dimensions& dims) {
 
 // A BMP is a 14-byte file header ("BM", file size, reserved, the offset of the pixel data: uint32 at 10)
 // and an info header that starts with its own size: 12 bytes (OS/2: uint16 width, height, planes, bits
-// per pixel at 18, 20, 22, 24) or 40 and more (int32 width and height at 18, 22, a negative height meaning
+// per pixel at 18, 20, 22, 24) or 40, 56, 108 or 124 (the sizes stb_image reads; int32 width and height at 18, 22, a negative height meaning
 // rows top-down; uint16 bits per pixel at 28; uint32 compression at 30). Uncompressed rows (compression
 // 0, or 3: bit fields) are padded to 4 bytes, and the file must hold all of them: stb_image reads missing
 // bytes as zeros, so a 60-byte file declaring 5000 x 5000 pixels would be a black image, not an error.
@@ -192,13 +265,13 @@ std::string bmp_problem(const uint8_t* d, size_t n, Dimensions& dims) {
   if (info == 12) {
     dims = {le16(18), le16(20)};
     bits = le16(24);
-  } else if (info >= 40) {
+  } else if (info == 40 || info == 56 || info == 108 || info == 124) {
     const int64_t height = static_cast<int32_t>(le32(22));
     dims = {static_cast<int32_t>(le32(18)), height < 0 ? -height : height};
     bits = le16(28);
     compression = le32(30);
   } else {
-    return str_cat("its info header has an unknown size (", info, " bytes)");
+    return str_cat("its info header has an unknown size (", info, " bytes; stb_image reads 12, 40, 56, 108 or 124)");
   }
   if ((compression == 0 || compression == 3) && dims.width > 0 && bits > 0 && bits <= 32) {
     const uint64_t row = (static_cast<uint64_t>(dims.width) * bits + 31) / 32 * 4;
@@ -237,9 +310,18 @@ Image decode_image(const uint8_t* data, size_t size, const std::string& name, in
                " pixels, more than the ", max_pixels, " this reader accepts (a corrupt header?)");
   MINIDL_CHECK(size <= static_cast<size_t>(INT32_MAX), "load_image: '", name, "' is too large (", size, " bytes)");
   int w = 0, h = 0, n = 0;
+  reset_stb_failure_reason();
   unsigned char* pixels = stbi_load_from_memory(data, static_cast<int>(size), &w, &h, &n, channels);
-  MINIDL_CHECK(pixels != nullptr, "load_image: '", name, "' is a damaged ", format, ": ",
-               printable(stbi_failure_reason()));
+  if (pixels == nullptr) {
+    const char* reason = stbi_failure_reason();
+    const std::string data_problem = format == "PNG" ? png_image_data_problem(data, size) : "";
+    throw Error(str_cat("load_image: '", name, "' is a damaged ", format, ": ",
+                        stb_gave_a_reason(reason, format) ? printable(reason)
+                        : !data_problem.empty()           ? data_problem
+                                                          : str_cat("its structure checks out (", size, " bytes, ", dims.width, "x", dims.height,
+                                      " pixels declared) but stb_image could not decode it and gave no reason; it "
+                                      "starts with ", hex_bytes(data, std::min<size_t>(size, 16)))));
+  }
   Image img;
   img.width = w;
   img.height = h;

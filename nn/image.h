@@ -5,11 +5,13 @@
 // untrusted files reach). Before stb decodes anything, the wrapper checks what stb does not: the file is
 // a regular file (a missing one is reported with the system's reason), it is one of the three formats
 // by its first bytes, a PNG's chunks are whole, named by letters, with intact CRCs (critical chunks)
-// and end with IEND, a JPEG's segments are whole, its Huffman tables valid and it ends with its
-// end-of-image marker, a BMP holds all the rows it declares, and the image has at most kMaxImagePixels
-// pixels. Every error is one line naming
-// the file, e.g. "load_image: 'a.png' is a damaged PNG: it ends after 812 bytes without the IEND chunk
-// that closes a PNG (truncated?)".
+// and end with IEND, a JPEG's segments are whole, its Huffman and quantization tables valid, its scans
+// name components its frame defines and it ends with its end-of-image marker, a BMP's info header has a
+// size stb reads and the file holds all the rows it declares, and the image has at most kMaxImagePixels
+// pixels. Every error is one line naming the file, e.g. "load_image: 'a.png' is a damaged PNG: it ends
+// after 812 bytes without the IEND chunk that closes a PNG (truncated?)". Where stb_image still fails
+// without a reason, a PNG's image data is inflated with zlib for one ("... is corrupt: invalid block type
+// (zlib)"); failing that the message gives the file's size, declared size and first bytes.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -69,13 +69,17 @@ TensorDataset load_mnist(const std::string& dir, bool train, int64_t limit) {
   const std::string labels_path = locate(dir, train ? kFiles[1] : kFiles[3]);
   MINIDL_CHECK(!images_path.empty() && !labels_path.empty(), "mnist: the ", train ? "training" : "test",
                " files are not in ", dir);
-  const IdxArray images = read_idx(images_path);
-  const IdxArray labels = read_idx(labels_path);
-  MINIDL_CHECK(images.dims.size() == 3 && images.dims[1] == 28 && images.dims[2] == 28, "mnist: '", images_path,
-               "' should hold N 28x28 images, but its dimensions are ", shape_str(images.dims));
-  MINIDL_CHECK(labels.dims.size() == 1, "mnist: '", labels_path, "' should hold one label per image, but its dimensions are ",
-               shape_str(labels.dims));
-  check_idx_counts_match(images, images_path, labels, labels_path);
+  // Labels first (one byte per sample): the images' header is then checked against them before its
+  // data is read, so a damaged or mismatched images file costs no memory (nn/idx.h).
+  const IdxArray labels = read_idx(labels_path, [&](const std::vector<int64_t>& dims) {
+    MINIDL_CHECK(dims.size() == 1, "mnist: '", labels_path, "' should hold one label per image, but its dimensions are ",
+                 shape_str(dims));
+  });
+  const IdxArray images = read_idx(images_path, [&](const std::vector<int64_t>& dims) {
+    MINIDL_CHECK(dims.size() == 3 && dims[1] == 28 && dims[2] == 28, "mnist: '", images_path,
+                 "' should hold N 28x28 images, but its dimensions are ", shape_str(dims));
+    check_idx_counts_match(dims[0], images_path, labels.dims[0], labels_path);
+  });
 
   const int64_t n = limit > 0 ? std::min(limit, images.dims[0]) : images.dims[0];
   constexpr int64_t kPixels = 28 * 28;

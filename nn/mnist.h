@@ -25,6 +25,8 @@ std::string find_mnist_dir(const std::string& data_flag);
 std::vector<std::string> mnist_search_dirs(const std::string& data_flag);
 
 // Loads the training (train = true) or test split from `dir`; limit > 0 keeps the first `limit` samples.
+// The labels are read first; the images file's header must then say N 28x28 images, N the label count,
+// which is checked before its data is read (a mismatched or damaged file costs no memory).
 TensorDataset load_mnist(const std::string& dir, bool train, int64_t limit = -1);
 
 // (pixel / 255 - mean) / std, the normalisation the model was trained with.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nn/captcha_data.h"
@@ -149,16 +150,16 @@ TEST_CASE("captcha options and fonts are checked", "[captcha]") {
   o.fonts = {"/nonexistent/font.ttf"};
   CHECK_THROWS_WITH(render_captcha("AB", o, 0, 0), Catch::Contains("/nonexistent/font.ttf"));
   TempDir dir("font");
-  write_text_file(dir.file("fake.ttf"), "not a font");
+  write_text_file(dir.file("fake.ttf"), "this is not a font");
   o.fonts = {dir.file("fake.ttf")};
-  CHECK_THROWS_WITH(render_captcha("AB", o, 0, 0), Catch::Contains("is not a TrueType font"));
+  CHECK_THROWS_WITH(render_captcha("AB", o, 0, 0), Catch::Contains("not a TrueType font"));
   CHECK_THROWS_WITH(render_captcha("", CaptchaOptions(), 0, 0), Catch::Contains("empty text"));
 
   // MINIDL_CAPTCHA_FONT overrides the search; a wrong value is reported, not skipped.
   const std::string found = find_captcha_font();
   CHECK(fs::exists(found));
   setenv("MINIDL_CAPTCHA_FONT", "/nonexistent/env.ttf", 1);
-  CHECK_THROWS_WITH(find_captcha_font(), Catch::Contains("MINIDL_CAPTCHA_FONT='/nonexistent/env.ttf'"));
+  CHECK_THROWS_WITH(find_captcha_font(), Catch::Contains("MINIDL_CAPTCHA_FONT: cannot open '/nonexistent/env.ttf'"));
   setenv("MINIDL_CAPTCHA_FONT", found.c_str(), 1);
   CHECK(find_captcha_font() == found);
   unsetenv("MINIDL_CAPTCHA_FONT");
@@ -282,8 +283,8 @@ TEST_CASE("captcha folder: skipped entries and an inferred charset or length are
   REQUIRE(d.skipped.size() == 2);
   CHECK(fs::path(d.skipped[1]).filename() == "subfolder.png");
   REQUIRE(d.warnings.size() == 3);
-  CHECK_THAT(d.warnings[0], Catch::Contains("skipped 2 entries (not image files: .png, .jpg, .jpeg, .bmp): notes.txt, "
-                                            "subfolder.png"));
+  CHECK(d.warnings[0] == "'" + dir.path.string() + "': skipped 2 entries: subfolder.png is a directory; 1 file "
+                         "without an image extension (.png, .jpg, .jpeg, .bmp): notes.txt");
   CHECK_THAT(d.warnings[1], Catch::Contains("the charset was inferred from the labels: 5 characters; the rarest: 'x' "
                                             "in 1 label (" + dir.file("ABx12_2.png") + ")"));
   CHECK_THAT(d.warnings[2], Catch::Contains("the labels have 2 different lengths: 4 in 2 labels (") &&
@@ -307,5 +308,27 @@ TEST_CASE("captcha folder: skipped entries and an inferred charset or length are
   CHECK(d.labels == std::vector<std::string>{"AB12"});
   REQUIRE(d.skipped.size() == 1);
   CHECK(fs::path(d.skipped[0]).filename() == "AB21_1.png");
-  CHECK_THAT(d.warnings[0], Catch::Contains("skipped 1 entry (not image files, or not listed in labels.csv): AB21_1.png"));
+  CHECK(d.warnings[0] == "'" + dir.path.string() + "': skipped 1 entry: 1 image not listed in labels.csv: AB21_1.png");
+}
+
+// Issue 23, item 12: these were all reported as "not image files".
+TEST_CASE("captcha folder: a broken link, a FIFO or a folder with an image name is named for what it is",
+          "[captcha][data]") {
+  TempDir dir("kinds");
+  const Image img = render_captcha("AB12", CaptchaOptions(), 2, 0);
+  save_png(dir.file("AB12_0.png"), img);
+  fs::create_symlink(dir.file("AB12_0.png"), dir.file("CD34_5.png"));  // a link to an image is an image
+  fs::create_symlink("gone.png", dir.file("ABCD_1.png"));
+  REQUIRE(::mkfifo(dir.file("ABCD_2.png").c_str(), 0644) == 0);
+  fs::create_directories(dir.path / "ABCD_994.png");
+  fs::create_directory_symlink(dir.path / "ABCD_994.png", dir.path / "ABCD_995.png");
+  write_text_file(dir.file("notes.txt"), "not a captcha");
+  write_text_file(dir.file("x.csv"), "a,b");
+  const CaptchaDataset d = load_captcha_folder(dir.path.string(), CaptchaFolderOptions());
+  CHECK(d.labels == std::vector<std::string>{"AB12", "CD34"});
+  REQUIRE(d.warnings.size() >= 1);
+  CHECK(d.warnings[0] == "'" + dir.path.string() + "': skipped 6 entries: ABCD_1.png is a broken symbolic link (to "
+                         "'gone.png'), ABCD_2.png is a FIFO (named pipe), ABCD_994.png is a directory, ABCD_995.png is "
+                         "a link to a directory; 2 files without an image extension (.png, .jpg, .jpeg, .bmp): "
+                         "notes.txt, x.csv");
 }

@@ -24,7 +24,8 @@ const std::map<std::string, Harness>& harnesses() {
                                                    {"image", minidl::fuzz::image_input},
                                                    {"checkpoint", minidl::fuzz::checkpoint_input},
                                                    {"image_csv", minidl::fuzz::image_csv_input},
-                                                   {"captcha_folder", minidl::fuzz::captcha_folder_input}};
+                                                   {"captcha_folder", minidl::fuzz::captcha_folder_input},
+                                                   {"font", minidl::fuzz::font_input}};
   return h;
 }
 
@@ -77,5 +78,5 @@ TEST_CASE("fuzz seeds: the valid files the fuzzers start from are accepted", "[f
       ++count;
     }
   }
-  CHECK(count >= 8);
+  CHECK(count >= 12);
 }

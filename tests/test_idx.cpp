@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
 #include "nn/idx.h"
 #include "nn/mnist.h"
 
@@ -126,9 +127,131 @@ TEST_CASE("idx: wrong magic, unsupported type, extra bytes, missing file", "[idx
   write_raw(dir.file("extra.idx"), extra);
   CHECK_THROWS_WITH(read_idx(dir.file("extra.idx")), Catch::Contains("2 unexpected bytes after the 4 data bytes"));
   CHECK_THROWS_WITH(read_idx(dir.file("nope.idx")), Catch::Contains("cannot open") && Catch::Contains("nope.idx"));
-  // A header promising ~4e18 bytes is rejected before any allocation.
+  // A header promising ~8e28 bytes is rejected before any allocation (the product is not computed past
+  // the cap, so it cannot overflow).
   write_raw(dir.file("absurd.idx"), {0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff});
-  CHECK_THROWS_WITH(read_idx(dir.file("absurd.idx")), Catch::Contains("absurd"));
+  CHECK_THROWS_WITH(read_idx(dir.file("absurd.idx")),
+                    "idx: '" + dir.file("absurd.idx") + "': the header's sizes 4294967295x4294967295x4294967295 make "
+                    "more than 1073741824 bytes (1 GiB), the most this reader accepts; a corrupt header?");
+}
+
+// Issue 23, item 12: a corrupt dimension-count byte made a 1,115-character message listing 227 sizes read
+// from the pixels.
+TEST_CASE("idx: a corrupt dimension byte is reported in one short line naming the file and the byte", "[idx]") {
+  TempDir dir;
+  std::vector<uint8_t> bytes = idx_bytes({100, 28, 28});
+  bytes[3] = 0xe3;  // 3 -> 227 dimensions
+  write_raw(dir.file("dims.idx"), bytes);
+  write_gzip(dir.file("dims.idx.gz"), bytes);
+  const std::string expected = "idx: '" + dir.file("dims.idx") +
+                               "': header byte 3 (the number of dimensions) is 227; this reader accepts 1 to 8 "
+                               "(MNIST: 3 for images, 1 for labels); a corrupt byte?";
+  CHECK_THROWS_WITH(read_idx(dir.file("dims.idx")), expected);
+  CHECK_THROWS_WITH(read_idx(dir.file("dims.idx.gz")),
+                    "idx: '" + dir.file("dims.idx.gz") + "' (gzip): header byte 3 (the number of dimensions) is 227; "
+                    "this reader accepts 1 to 8 (MNIST: 3 for images, 1 for labels); a corrupt byte?");
+  CHECK(expected.size() < 200);
+
+  // A corrupt size byte: the product is over the cap; the message lists the three sizes only.
+  bytes = idx_bytes({100, 28, 28});
+  bytes[12] = 0x1c;  // the last size 28 -> 0x1c00001c
+  write_raw(dir.file("size.idx"), bytes);
+  CHECK_THROWS_WITH(read_idx(dir.file("size.idx")),
+                    "idx: '" + dir.file("size.idx") + "': the header's sizes 100x28x469762076 make more than "
+                    "1073741824 bytes (1 GiB), the most this reader accepts; a corrupt header?");
+}
+
+// Issue 23, item 11: a header over the cap is refused before any data is read (the old cap, 1 TB, let a
+// 2 GB claim through to the read).
+TEST_CASE("idx: sizes over kMaxIdxDataBytes are refused from the header", "[idx]") {
+  TempDir dir;
+  std::vector<uint8_t> bytes = {0, 0, 8, 3, 0, 0, 0x07, 0xd0, 0, 0x0f, 0x42, 0x40, 0, 0, 0, 1};  // 2000 x 1000000 x 1
+  bytes.resize(bytes.size() + 10, 0);
+  write_raw(dir.file("big.idx"), bytes);
+  CHECK_THROWS_WITH(read_idx(dir.file("big.idx")),
+                    "idx: '" + dir.file("big.idx") + "': the header's sizes 2000x1000000x1 make more than 1073741824 "
+                    "bytes (1 GiB), the most this reader accepts; a corrupt header?");
+  // A zero size makes an empty array, whatever the others.
+  write_raw(dir.file("zero.idx"), {0, 0, 8, 3, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 5});
+  CHECK(read_idx(dir.file("zero.idx")).data.empty());
+  // The caller's header check runs before the data is read: here it refuses a file whose data is missing.
+  write_raw(dir.file("short.idx"), idx_bytes({1, 2, 3}));
+  std::vector<uint8_t> cut = idx_bytes({50, 2, 3});
+  cut.resize(20);
+  write_raw(dir.file("cut.idx"), cut);
+  CHECK_THROWS_WITH(read_idx(dir.file("cut.idx"),
+                             [](const std::vector<int64_t>& dims) {
+                               if (dims[0] != 7) throw Error("want 7 rows, the header says " + std::to_string(dims[0]));
+                             }),
+                    "want 7 rows, the header says 50");
+}
+
+namespace {
+
+// Linux keeps the peak resident memory of a process (VmHWM in /proc/self/status); writing 5 to
+// /proc/self/clear_refs resets it to the current use. Returns false when that is not possible.
+bool reset_peak_rss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+// The peak resident memory since the last reset, in bytes; -1 when unknown.
+int64_t peak_rss() {
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t kb = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "VmHWM: %ld kB", &kb) == 1) break;
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+}  // namespace
+
+// Issue 23, item 11: a small gzip file whose header claims more images than the labels file holds grew
+// to gigabytes before its "count mismatch" error: the images were read, then counted.
+TEST_CASE("mnist: an images header that does not match the labels is refused before its data is read", "[idx]") {
+  TempDir dir;
+  write_raw(dir.file("t10k-labels-idx1-ubyte"), {0, 0, 8, 1, 0, 0, 0, 10, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  write_raw(dir.file("train-images-idx3-ubyte"), idx_bytes({10, 28, 28}));
+  write_raw(dir.file("train-labels-idx1-ubyte"), idx_bytes({10}));
+
+  // The header claims 60000 images, the file holds 10: the count is refused from the header (the reader
+  // does not reach the data, which would be a truncation).
+  std::vector<uint8_t> claims = idx_bytes({10, 28, 28});
+  claims[7] = 0x60, claims[6] = 0xea;  // 10 -> 60000 images
+  write_gzip(dir.file("t10k-images-idx3-ubyte.gz"), claims);
+  CHECK_THROWS_WITH(load_mnist(dir.path, /*train=*/false),
+                    "idx: '" + dir.file("t10k-images-idx3-ubyte.gz") + "' has 60000 images but '" +
+                        dir.file("t10k-labels-idx1-ubyte") + "' has 10 labels");
+
+  // A gzip bomb: 46 KB holding 60000 all-zero images (47 MB). Refused before a byte of it is inflated,
+  // so the process's peak memory does not grow by anything near 47 MB.
+  {
+    gzFile gz = gzopen(dir.file("t10k-images-idx3-ubyte.gz").c_str(), "wb");
+    REQUIRE(gz != nullptr);
+    const uint8_t header[16] = {0, 0, 8, 3, 0, 0, 0xea, 0x60, 0, 0, 0, 28, 0, 0, 0, 28};
+    gzwrite(gz, header, sizeof header);
+    const std::vector<uint8_t> zeros(28 * 28 * 1000, 0);
+    for (int i = 0; i < 60; ++i) gzwrite(gz, zeros.data(), static_cast<unsigned>(zeros.size()));
+    gzclose(gz);
+  }
+  const bool measured = reset_peak_rss();
+  const int64_t before = peak_rss();
+  CHECK_THROWS_WITH(load_mnist(dir.path, /*train=*/false), Catch::Contains("has 60000 images but"));
+  if (measured && before > 0) {
+    const int64_t grown = peak_rss() - before;
+    INFO("peak memory grew by " << grown << " bytes");
+    CHECK(grown < 16 * 1024 * 1024);
+  } else {
+    WARN("the peak-memory part is skipped: /proc/self/clear_refs cannot reset it here");
+  }
+
+  // A matching header is read as before.
+  write_gzip(dir.file("t10k-images-idx3-ubyte.gz"), idx_bytes({10, 28, 28}));
+  CHECK(load_mnist(dir.path, /*train=*/false).size() == 10);
 }
 
 TEST_CASE("idx: image and label counts must match", "[idx]") {

@@ -1,7 +1,9 @@
 // tests/test_image.cpp — reading images: PNG, JPEG and BMP round trips, and every way a file can be
 // wrong, each a one-line error naming the file: missing (with the system's reason), a folder, not an
 // image, a PNG cut before IEND, a damaged chunk name, a failed CRC, a header claiming huge dimensions, a
-// BMP or JPEG cut short. (JPEG Huffman tables: tests/fixtures/fuzz/image, replayed by test_fuzz_regressions.)
+// BMP or JPEG cut short, and the files stb_image refuses without a reason (a PNG's corrupt zlib stream, a
+// JPEG scan naming an undefined component or a cut quantization table, a BMP info header of an unread
+// size). (JPEG Huffman tables: tests/fixtures/fuzz/image, replayed by test_fuzz_regressions.)
 #include <stb_image_write.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/error.h"
@@ -195,4 +198,59 @@ TEST_CASE("image: a BMP or JPEG cut short is an error, not an image padded with 
   write_bytes(dir.file("cut.jpg"), std::vector<uint8_t>(jpg.begin(), jpg.end() - 2));  // without ff d9
   CHECK_THAT(error_of(dir.file("cut.jpg")), Catch::Contains("cut.jpg' is a damaged JPEG: it ends after") &&
                                                 Catch::Contains("without the end-of-image marker"));
+}
+
+// Issue 23, item 12: where stb_image fails without a reason it printed "stb_image gave no reason" (or,
+// for a JPEG or BMP, the reason its PNG test left behind: "bad png sig"). Each of these now gets its own.
+TEST_CASE("image: files stb_image refuses without saying why get a reason", "[image]") {
+  TempDir dir;
+  // A PNG whose zlib stream has a block of the invalid type 3: zlib names it.
+  std::vector<uint8_t> png = {0x89, 'P', 'N', 'G', 0x0d, 0x0a, 0x1a, 0x0a};
+  put_chunk(png, "IHDR", {0, 0, 0, 5, 0, 0, 0, 2, 8, 0, 0, 0, 0});
+  put_chunk(png, "IDAT", {0x78, 0x5e, 0x06, 0, 0, 0, 0, 0});
+  put_chunk(png, "IEND", {});
+  write_bytes(dir.file("deflate.png"), png);
+  std::string message;
+  std::thread fresh([&] { message = error_of(dir.file("deflate.png")); });  // a thread stb never failed in
+  fresh.join();
+  CHECK(message == "load_image: '" + dir.file("deflate.png") +
+                       "' is a damaged PNG: its image data (IDAT, 8 bytes) is corrupt: invalid block type (zlib)");
+
+  // A JPEG scan naming a component its frame header does not define.
+  const Image img = pattern(5, 3);
+  REQUIRE(stbi_write_jpg(dir.file("a.jpg").c_str(), 5, 3, 3, img.pixels.data(), 90) != 0);
+  const std::vector<uint8_t> jpg = read_bytes(dir.file("a.jpg"));
+  std::vector<uint8_t> bad = jpg;
+  auto marker = [](const std::vector<uint8_t>& b, uint8_t m) {
+    for (size_t i = 0; i + 1 < b.size(); ++i)
+      if (b[i] == 0xff && b[i + 1] == m) return i;
+    return b.size();
+  };
+  const size_t sos = marker(bad, 0xda);
+  REQUIRE(sos + 6 < bad.size());
+  bad[sos + 5] = 0x77;  // the first component's id: 1 -> 119
+  write_bytes(dir.file("scan.jpg"), bad);
+  CHECK(error_of(dir.file("scan.jpg")) ==
+        "load_image: '" + dir.file("scan.jpg") + "' is a damaged JPEG: the scan at offset " + std::to_string(sos) +
+            " names component 119, which the frame header (SOF) does not define (it defines 1, 2, 3)");
+
+  // A JPEG quantization table declared 16-bit (129 bytes) where its segment holds an 8-bit one (65).
+  bad = jpg;
+  const size_t dqt = marker(bad, 0xdb);
+  REQUIRE(dqt + 4 + 65 < bad.size());
+  REQUIRE((bad[dqt + 2] << 8 | bad[dqt + 3]) == 2 + 2 * 65);  // stb_image_write: both tables in one segment
+  bad[dqt + 4 + 65] = 0x11;
+  write_bytes(dir.file("dqt.jpg"), bad);
+  CHECK(error_of(dir.file("dqt.jpg")) == "load_image: '" + dir.file("dqt.jpg") +
+                                             "' is a damaged JPEG: the quantization table segment (DQT) at offset " +
+                                             std::to_string(dqt) + " is cut short: its table 1 needs 129 bytes, 65 remain");
+
+  // A BMP info header of a size stb_image does not read.
+  REQUIRE(stbi_write_bmp(dir.file("a.bmp").c_str(), 5, 3, 3, img.pixels.data()) != 0);
+  bad = read_bytes(dir.file("a.bmp"));
+  bad[14] = 41;
+  write_bytes(dir.file("info.bmp"), bad);
+  CHECK(error_of(dir.file("info.bmp")) == "load_image: '" + dir.file("info.bmp") +
+                                              "' is a damaged BMP: its info header has an unknown size (41 bytes; "
+                                              "stb_image reads 12, 40, 56, 108 or 124)");
 }
