@@ -1,7 +1,9 @@
 // dist/mpi_backend.cpp — the mpi backend: collectives on CPU tensors with Open MPI (dist/communicator.h).
 //
 // The communicator works on its own duplicate of MPI_COMM_WORLD, so its messages never mix with the
-// process layer's (dist/process.h). MPI counts are ints: a tensor of more than 2^31 - 1 elements travels
+// process layer's (dist/process.h). Every collective is non-blocking (MPI_Iallreduce, MPI_Ibcast,
+// MPI_Ibarrier) and waited for with a deadline (dist/mpi_wait.h: MINIDL_DIST_TIMEOUT ends the job,
+// naming the silent ranks). MPI counts are ints: a tensor of more than 2^31 - 1 elements travels
 // in several calls. MPI_IN_PLACE makes the sum in place.
 #include <algorithm>
 #include <climits>
@@ -9,6 +11,7 @@
 
 #include "dist/backends.h"
 #include "dist/mpi_check.h"
+#include "dist/mpi_wait.h"
 #include "dist/process.h"
 
 namespace minidl {
@@ -39,24 +42,20 @@ void for_each_chunk(const Tensor& t, Fn fn) {
 
 class MpiWork final : public Work {
  public:
-  explicit MpiWork(std::vector<MPI_Request> requests) : requests_(std::move(requests)) {}
+  MpiWork(const CollectiveCall& call, std::vector<MPI_Request> requests)
+      : call_(call), requests_(std::move(requests)) {}
   ~MpiWork() override {
-    if (!requests_.empty()) MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE);
-  }
-  bool test() override {
-    if (requests_.empty()) return true;
-    int done = 0;
-    MINIDL_MPI_CHECK(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &done, MPI_STATUSES_IGNORE));
-    if (done) requests_.clear();
-    return done != 0;
-  }
-  void wait() override {
     if (requests_.empty()) return;
-    MINIDL_MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
-    requests_.clear();
+    try {
+      wait_collective(call_, requests_);
+    } catch (...) {  // a destructor must not throw; a failed wait has nothing left to free
+    }
   }
+  bool test() override { return test_collective(call_, requests_); }
+  void wait() override { wait_collective(call_, requests_); }
 
  private:
+  CollectiveCall call_;
   std::vector<MPI_Request> requests_;
 };
 
@@ -66,7 +65,7 @@ class MpiCommunicator final : public Communicator {
     const ProcessInfo& p = process_info();
     rank_ = p.rank;
     world_ = p.world_size;
-    MINIDL_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm_));
+    run_collective("communicator set-up", [&](MPI_Request* r) { return MPI_Comm_idup(MPI_COMM_WORLD, &comm_, r); });
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   }
   ~MpiCommunicator() override {
@@ -87,9 +86,13 @@ class MpiCommunicator final : public Communicator {
   void all_reduce(const Tensor& t) override {
     check_tensor("all_reduce", t);
     const Tensor work = t.contiguous();
+    const CollectiveCall call = enter_collective("all_reduce");
+    std::vector<MPI_Request> requests;
     for_each_chunk(work, [&](void* p, int n) {
-      MINIDL_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), MPI_SUM, comm_));
+      requests.push_back(MPI_REQUEST_NULL);
+      MINIDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), MPI_SUM, comm_, &requests.back()));
     });
+    wait_collective(call, requests);
     if (work.impl() != t.impl()) copy_(t, work);  // t was not contiguous
   }
 
@@ -97,22 +100,30 @@ class MpiCommunicator final : public Communicator {
     check_tensor("broadcast", t);
     MINIDL_CHECK(root >= 0 && root < world_, "mpi broadcast: root ", root, " in a job of ", world_);
     const Tensor work = t.contiguous();
-    for_each_chunk(work, [&](void* p, int n) { MINIDL_MPI_CHECK(MPI_Bcast(p, n, mpi_type(t.dtype()), root, comm_)); });
+    const CollectiveCall call = enter_collective("broadcast");
+    std::vector<MPI_Request> requests;
+    for_each_chunk(work, [&](void* p, int n) {
+      requests.push_back(MPI_REQUEST_NULL);
+      MINIDL_MPI_CHECK(MPI_Ibcast(p, n, mpi_type(t.dtype()), root, comm_, &requests.back()));
+    });
+    wait_collective(call, requests);
     if (work.impl() != t.impl()) copy_(t, work);  // t was not contiguous
   }
 
-  void barrier() override { MINIDL_MPI_CHECK(MPI_Barrier(comm_)); }
+  void barrier() override {
+    run_collective("barrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+  }
 
   std::unique_ptr<Work> all_reduce_async(const Tensor& t) override {
     check_tensor("all_reduce_async", t);
     MINIDL_CHECK(t.is_contiguous(), "mpi all_reduce_async: the tensor must be contiguous");
+    const CollectiveCall call = enter_collective("all_reduce_async");
     std::vector<MPI_Request> requests;
     for_each_chunk(t, [&](void* p, int n) {
-      MPI_Request r;
-      MINIDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), MPI_SUM, comm_, &r));
-      requests.push_back(r);
+      requests.push_back(MPI_REQUEST_NULL);
+      MINIDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, p, n, mpi_type(t.dtype()), MPI_SUM, comm_, &requests.back()));
     });
-    return std::make_unique<MpiWork>(std::move(requests));
+    return std::make_unique<MpiWork>(call, std::move(requests));
   }
 
  private:

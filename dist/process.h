@@ -41,6 +41,29 @@ void broadcast_bytes(void* data, size_t n, int root);
 // training step, e.g. to agree on stopping when one rank got SIGINT: examples/run_state.h).
 int max_over_ranks(int mine);
 
+// ---- how long a rank waits for the others: MINIDL_DIST_TIMEOUT
+//
+// A collective (here, or a Communicator's) that has not completed MINIDL_DIST_TIMEOUT seconds after this
+// rank entered it ends the whole job: a rank that is stopped (SIGSTOP, a debugger), hung, or busy far
+// longer than any healthy step, evaluation or save would otherwise leave every other rank blocked
+// forever. The mpi backend and these helpers find which ranks are silent and say so in one line on
+// stderr, e.g.
+//   minidl dist: rank 0 of 2 (host h) waited 600 s (MINIDL_DIST_TIMEOUT) in collective #1234
+//   (all_reduce_async); silent rank(s), no answer within 10 s: 1 (host h). Stopping the job (exit status 5).
+// then end the job with MPI_Abort and kExitCollectiveTimeout (mpirun exits with it). Not the nccl backend's
+// collectives, which wait on the GPU (docs/distributed.md, "When a rank stops answering").
+constexpr double kDefaultCollectiveTimeout = 600;      // seconds: far beyond any healthy wait
+constexpr double kMaxCollectiveTimeout = 7 * 86400;    // a week
+constexpr int kExitCollectiveTimeout = 5;
+
+// MINIDL_DIST_TIMEOUT in seconds (kDefaultCollectiveTimeout when unset; 0: wait forever), read on the
+// first call. Throws an Error naming the variable when its value is not one parse_collective_timeout takes.
+double collective_timeout();
+// The whole text must be a plain decimal number of seconds from 1 to kMaxCollectiveTimeout ("5", "90.5"),
+// or "0" or "off" for no timeout (returns 0). Anything else ("5abc", "inf", "nan", "-1", "1e3", " 5", "")
+// throws an Error naming MINIDL_DIST_TIMEOUT and the accepted values.
+double parse_collective_timeout(const std::string& text);
+
 // An error every rank raises together: one or more ranks found a problem and all of them stop, so no
 // rank is left waiting in a collective. Programs print it once (rank 0) and every rank exits normally
 // with `exit_status` (1; 3 when training diverged: examples/train_guard.h).

@@ -9,12 +9,17 @@
 //         divergence guard's agreement, examples/train_guard.h), and the central claim:
 //         W processes train a small CNN (with dropout, a last batch split unevenly) through the same
 //         losses and weights as one process with the same global batch and seed, to float tolerance.
+//         Hidden, for tests/dist_timeout_test.sh: [mpi_timeout], two cases whose jobs end by
+//         MINIDL_DIST_TIMEOUT (a rank skips a barrier; the ranks wait in different collectives).
 // [cuda]  the nccl backend with a real NCCL communicator (one rank in a plain run, no MPI needed): the
 //         same collective checks as mpi, and DataParallel over NCCL training like plain training.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include "core/autograd.h"
 #include "core/random.h"
@@ -326,6 +331,26 @@ TEST_CASE("DivergenceGuard: alone, the first non-finite loss throws at once", "[
   CHECK_NOTHROW(guard.agree());
 }
 
+TEST_CASE("MINIDL_DIST_TIMEOUT: a plain number of seconds from 1 to a week, or 0 or off", "[dist]") {
+  CHECK(dist::parse_collective_timeout("600") == 600);
+  CHECK(dist::parse_collective_timeout("5") == 5);
+  CHECK(dist::parse_collective_timeout("1") == 1);
+  CHECK(dist::parse_collective_timeout("90.5") == 90.5);
+  CHECK(dist::parse_collective_timeout("604800") == 604800);
+  CHECK(dist::parse_collective_timeout("0") == 0);
+  CHECK(dist::parse_collective_timeout("0.0") == 0);
+  CHECK(dist::parse_collective_timeout("off") == 0);
+  for (const char* bad : {"", "5abc", "abc", "inf", "nan", "-1", "+5", "1e3", " 5", "5 ", "0.5", "604801", "1e400",
+                          "0x10", "5.", ".5", "99999999999", "OFF", "no"}) {
+    INFO("'" << bad << "'");
+    CHECK_THROWS_WITH(dist::parse_collective_timeout(bad),
+                      std::string("MINIDL_DIST_TIMEOUT: '") + bad +
+                          "' is not a number of seconds; use a decimal number from 1 to 604800 (a week), or 0 "
+                          "or off to wait forever (default 600)");
+  }
+  if (!std::getenv("MINIDL_DIST_TIMEOUT")) CHECK(dist::collective_timeout() == dist::kDefaultCollectiveTimeout);
+}
+
 // ================================================================== collectives, for every backend
 
 namespace {
@@ -493,6 +518,34 @@ TEST_CASE("mpi: DataParallel averages buffers and sums metrics over the ranks", 
   auto comm = mpi_communicator_or_skip();
   if (!comm) return;
   check_buffers_and_sums(*comm);
+}
+
+// Run only by tests/dist_timeout_test.sh, each by its name (hidden, and left out of ctest's list: the job
+// each starts ends with exit status 5), as `mpirun -np 2 minidl_tests NAME` with MINIDL_DIST_TIMEOUT=1.
+// Here rank 1 skips a barrier and is silent (asleep, in no collective); rank 0 must end the job, naming it.
+TEST_CASE("mpi timeout: rank 1 skips a barrier, rank 0 names it and ends the job", "[.][mpi_timeout]") {
+  auto comm = mpi_communicator_or_skip();
+  if (!comm) return;
+  REQUIRE(comm->world_size() == 2);
+  if (comm->rank() == 0) {
+    comm->barrier();
+    FAIL("the barrier returned without rank 1");
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(60));  // rank 0 ends the job long before
+  FAIL("the job was not ended");
+}
+
+// Rank 0 waits in a barrier, rank 1 in max_over_ranks (another
+// collective of the same number): both answer each other, so neither names a silent rank.
+TEST_CASE("mpi timeout: ranks in collectives that do not match, no rank is silent", "[.][mpi_timeout]") {
+  auto comm = mpi_communicator_or_skip();
+  if (!comm) return;
+  REQUIRE(comm->world_size() == 2);
+  if (comm->rank() == 0)
+    comm->barrier();
+  else
+    dist::max_over_ranks(0);
+  FAIL("a collective returned without its partner");
 }
 
 // ================================================================== [cuda]: NCCL
