@@ -4,7 +4,6 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -99,7 +98,6 @@ struct FlagRange {
       if (digits == text.size() || text.find_first_not_of("0123456789", digits) != std::string::npos) return false;
     }
     char* end = nullptr;
-    errno = 0;
     value = std::strtold(text.c_str(), &end);
     return end == text.c_str() + text.size();
   }
