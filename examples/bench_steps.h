@@ -195,16 +195,22 @@ struct BenchFlags {
 // Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic, --distributed,
 // --overhead-rounds and --precision to `cmd`, bound to `f`.
 inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
-  constexpr int kMaxFlag = std::numeric_limits<int>::max();  // the bounds the flag checks print
+  using examples::number_in;
+  using examples::FlagRange;
   cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
-  cmd->add_option("--batch", f.batch, "batch size")->capture_default_str()->check(CLI::Range(1, kMaxFlag));
-  cmd->add_option("--warmup", f.warmup, "untimed steps first")->capture_default_str()->check(CLI::Range(0, kMaxFlag));
+  cmd->add_option("--batch", f.batch, "batch size")->capture_default_str()->check(number_in(FlagRange::whole<int>(1)));
+  cmd->add_option("--warmup", f.warmup, "untimed steps first")->capture_default_str()
+      ->check(number_in(FlagRange::whole<int>(0)));
   cmd->add_option("--steps", f.steps, "timed steps (per pass; there are two)")
       ->capture_default_str()
-      ->check(CLI::Range(1, kMaxFlag));
+      ->check(number_in(FlagRange::whole<int>(1)));
   cmd->add_option("--kernel", f.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
-  cmd->add_option("--seed", f.seed, "seed of initialisation, dropout and the batch")->capture_default_str();
-  cmd->add_option("--json", f.json, "write the settings and times as one JSON object to FILE");
+  cmd->add_option("--seed", f.seed, "seed of initialisation, dropout and the batch")->capture_default_str()
+      ->check(number_in(FlagRange::whole<uint64_t>(0)));
+  cmd->add_option("--json", f.json,
+                  "write the settings and times as one JSON object to FILE (replacing a file of such lines; any "
+                  "other file is refused)")
+      ->check(examples::non_empty());
   cmd->add_flag("--deterministic", f.deterministic,
                 "only deterministic algorithms on a GPU, as `train --deterministic` (to measure what it costs)");
   cmd->add_flag("--distributed", f.distributed,
@@ -212,13 +218,16 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   cmd->add_option("--overhead-rounds", f.overhead_rounds,
                   "with --distributed on one rank: then alternate N blocks of plain and data-parallel steps in this "
                   "process and report the overhead")
-      ->check(CLI::Range(1, 1000));
+      ->check(number_in(FlagRange::whole<int>(1, 1000)));
   examples::add_precision_flag(cmd, f.precision);
 }
 
-// The checks of --overhead-rounds, before any work: it needs --distributed, and one rank (a plain step on
-// one rank's part of the batch is nothing another rank could be compared with).
-inline void check_overhead_rounds(const BenchFlags& f, int world_size) {
+// The checks of --json and --overhead-rounds, before any work. --json: nothing, or a file of JSON lines
+// (nn/metrics.h: a checkpoint given by mistake is refused, not truncated after the timing). --overhead-
+// rounds needs --distributed, and one rank (a plain step on one rank's part of the batch is nothing
+// another rank could be compared with).
+inline void check_bench_flags(const BenchFlags& f, int world_size) {
+  if (!f.json.empty()) minidl::check_metrics_log(f.json, "--json");
   if (f.overhead_rounds == 0) return;
   MINIDL_CHECK(f.distributed, "--overhead-rounds needs --distributed (it compares plain and data-parallel steps)");
   MINIDL_CHECK(world_size == 1, "--overhead-rounds compares steps on one rank; this job has ", world_size,
@@ -275,7 +284,7 @@ inline void report(const BenchRun& r, const std::string& json_path) {
                          {"last_loss", r.last_loss},
                          {"kernels", kernels}};
   line.update(r.extra);
-  minidl::MetricsWriter(json_path).write(line);
+  minidl::MetricsWriter(json_path, /*append=*/false, "--json").write(line);
   std::printf("%s: wrote %s\n", r.program.c_str(), json_path.c_str());
 }
 

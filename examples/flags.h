@@ -1,96 +1,146 @@
 // examples/flags.h — flag checks shared by the example programs (mnist, captcha), on top of CLI11. Each
 // failing check is reported by CLI11 as "<flag>: <message>" and the program exits with status 2.
+// Nothing here knows the programs: the `minidl` command can use the same checks for its flags.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cmath>
-#include <exception>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 #include "core/precision.h"
 
 namespace examples {
 
-// A flag check with a plain message ("must be at least 1, got 0") instead of CLI11's numeric range dump.
-inline CLI::Validator at_least(double min) {
-  return CLI::Validator(
-      [min](std::string& text) -> std::string {
-        try {
-          if (std::stod(text) >= min) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return minidl::str_cat("must be at least ", min, ", got ", text);
-      },
-      "");
+// The values a numeric flag accepts, for number_in(). Every bound is printed as a plain number in the
+// message ("must be a whole number from 1 to 2147483647, got 0"), never a type's limit in 300 digits.
+// NaN and the infinities are refused by every range: a flag's value is a finite number.
+struct FlagRange {
+  long double lo = -std::numeric_limits<long double>::infinity();
+  long double hi = std::numeric_limits<long double>::infinity();
+  bool lo_inclusive = true, hi_inclusive = true;
+  bool integer = false;  // whole numbers only, written as digits with an optional sign ("1e3" is refused)
+  std::string note;      // said after the range in the message: "a fraction, e.g. 0.99"
+
+  // Whole numbers from lo to hi (inclusive), by default up to what the flag's type T holds: the bound
+  // that keeps a value from wrapping (CLI11 reads -1 into an unsigned flag as 2^64 - 1).
+  template <typename T>
+  static FlagRange whole(T lo, T hi = std::numeric_limits<T>::max()) {
+    static_assert(std::is_integral<T>::value, "FlagRange::whole is for integer flags");
+    FlagRange r;
+    r.lo = static_cast<long double>(lo);
+    r.hi = static_cast<long double>(hi);
+    r.integer = true;
+    return r;
+  }
+  // Finite real numbers from lo to hi (inclusive; either may be infinite: no bound on that side).
+  static FlagRange real(long double lo, long double hi = std::numeric_limits<long double>::infinity()) {
+    FlagRange r;
+    r.lo = lo;
+    r.hi = hi;
+    return r;
+  }
+  // Finite real numbers above lo (a learning rate: above 0).
+  static FlagRange above(long double lo) {
+    FlagRange r = real(lo);
+    r.lo_inclusive = false;
+    return r;
+  }
+  FlagRange& excluding_lo() { lo_inclusive = false; return *this; }
+  FlagRange& excluding_hi() { hi_inclusive = false; return *this; }
+  FlagRange& with_note(std::string text) { note = std::move(text); return *this; }
+
+  // "a whole number from 1 to 2147483647", "a finite number above 0", "a number in [0, 1)".
+  std::string describe() const {
+    const bool has_lo = std::isfinite(lo), has_hi = std::isfinite(hi);
+    std::string what;
+    if (integer) {
+      what = "a whole number";
+      if (has_lo && has_hi) what += " from " + shown(lo) + " to " + shown(hi);
+      else if (has_lo) what += " of at least " + shown(lo);
+      else if (has_hi) what += " of at most " + shown(hi);
+    } else if (has_lo && has_hi) {
+      what = "a number in " + std::string(lo_inclusive ? "[" : "(") + shown(lo) + ", " + shown(hi) +
+             (hi_inclusive ? "]" : ")");
+    } else if (has_lo) {
+      what = "a finite number " + std::string(lo_inclusive ? "of at least " : "above ") + shown(lo);
+    } else if (has_hi) {
+      what = "a finite number " + std::string(hi_inclusive ? "of at most " : "below ") + shown(hi);
+    } else {
+      what = "a finite number";
+    }
+    return note.empty() ? what : what + " (" + note + ")";
+  }
+
+  // "" when `text` is a number in the range, else why not ("must be ..., got <text>").
+  std::string check(const std::string& text) const {
+    long double v = 0;
+    if (!parse(text, v)) return "'" + text + "' is not " + (integer ? "a whole number" : "a number");
+    const bool above_lo = lo_inclusive ? v >= lo : v > lo;
+    const bool below_hi = hi_inclusive ? v <= hi : v < hi;
+    // Finite as a double too: 1e999 is a long double, but a double flag would hold infinity.
+    if (std::isfinite(static_cast<double>(v)) && above_lo && below_hi) return "";
+    return "must be " + describe() + ", got " + text;
+  }
+
+ private:
+  // A whole number as digits, exactly (long double holds every 64-bit integer); a real number as
+  // strtold reads it, the whole text and nothing else ("nan" and "inf" parse: check() refuses them).
+  bool parse(const std::string& text, long double& value) const {
+    if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return false;
+    if (integer) {
+      const size_t digits = text[0] == '-' || text[0] == '+' ? 1 : 0;
+      if (digits == text.size() || text.find_first_not_of("0123456789", digits) != std::string::npos) return false;
+    }
+    char* end = nullptr;
+    value = std::strtold(text.c_str(), &end);
+    return end == text.c_str() + text.size();
+  }
+  // A bound as a plain number: digits for a whole number, else the shortest of %Lg's forms.
+  static std::string shown(long double x) {
+    char buf[64];
+    if (x == std::floor(x) && std::fabs(x) < 1e20L)
+      std::snprintf(buf, sizeof buf, "%.0Lf", x);
+    else
+      std::snprintf(buf, sizeof buf, "%Lg", x);
+    return buf;
+  }
+};
+
+// The one check of every numeric flag of the programs: a finite number in `range`, else the message
+// CLI11 prints as "<flag>: <message>" (exit status 2): "--epochs: must be a whole number from 1 to
+// 2147483647, got 0", "--lr: must be a finite number above 0, got inf", "'fast' is not a number".
+inline CLI::Validator number_in(FlagRange range) {
+  return CLI::Validator([range](std::string& text) { return range.check(text); }, "");
 }
 
-// A flag check for numbers above zero ("must be positive, got 0").
-inline CLI::Validator positive() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        try {
-          if (std::stod(text) > 0) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return "must be positive, got " + text;
-      },
-      "");
-}
-
-// A flag check for learning rates and other scales: a finite number above zero ("inf" and "nan" parse
-// as numbers, and an infinite learning rate only fails, as NaN, after the first step).
-inline CLI::Validator finite_positive() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        try {
-          const double v = std::stod(text);
-          if (std::isfinite(v) && v > 0) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return "must be a finite positive number, got " + text;
-      },
-      "");
-}
-
-// A flag check for probabilities such as dropout: lo <= value < hi ("must be in [0, 1), got 1.5").
-inline CLI::Validator at_least_and_below(double lo, double hi) {
-  return CLI::Validator(
-      [lo, hi](std::string& text) -> std::string {
-        try {
-          const double v = std::stod(text);
-          if (v >= lo && v < hi) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return minidl::str_cat("must be in [", lo, ", ", hi, "), got ", text);
-      },
-      "");
-}
-
-// A flag check for targets such as an accuracy: 0 < value <= 1 ("must be a fraction in (0, 1], e.g.
-// 0.99, got 99": a percentage is the likely mistake).
-inline CLI::Validator fraction() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        try {
-          const double v = std::stod(text);
-          if (v > 0 && v <= 1) return "";
-        } catch (const std::exception&) {
-          return "'" + text + "' is not a number";
-        }
-        return "must be a fraction in (0, 1], e.g. 0.99, got " + text;
-      },
-      "");
-}
+// A real number of at least `min`, as number_in(FlagRange::real(min)) says it. Only for tools/minidl.cpp
+// (`minidl compare --epochs`, `--cpu-limit`) until its flags move to number_in; use number_in.
+inline CLI::Validator at_least(double min) { return number_in(FlagRange::real(min)); }
 
 // A flag check for file names: `--save ""` would otherwise mean "no file" and silently save nothing.
 inline CLI::Validator non_empty() {
   return CLI::Validator(
       [](std::string& text) -> std::string { return text.empty() ? "needs a file name, got an empty one" : ""; },
       "");
+}
+
+// The line a program prints for a command-line error (after "<program>: "). CLI11's words are kept,
+// except where they do not say what is wrong: a flag given twice ("--epochs: At Most 1 required but
+// received 2") becomes "--epochs was given twice: give it once".
+inline std::string parse_error_message(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::string repeated = ": At Most 1 required but received ";
+  const size_t at = what.find(repeated);
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) == nullptr || at == std::string::npos) return what;
+  const std::string count = what.substr(at + repeated.size());
+  return what.substr(0, at) + " was given " + (count == "2" ? std::string("twice") : count + " times") +
+         ": give it once";
 }
 
 // --precision fp32|tf32|bf16 (core/precision.h), bound to `precision`. Its value before parsing is the

@@ -20,6 +20,7 @@
 #include "core/random.h"
 #include "dist/process.h"
 #include "examples/flags.h"
+#include "nn/metrics.h"
 
 namespace examples {
 
@@ -114,6 +115,64 @@ RunPosition resume_position(const std::string& path, const Metadata& saved, cons
   return at;
 }
 
+uint64_t fnv1a_64(const void* bytes, size_t size, uint64_t hash) {
+  constexpr uint64_t kPrime = 1099511628211ull;  // FNV's 64-bit prime
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  size_t i = 0;
+  for (; i + 8 <= size; i += 8) {  // FNV-1a's step on a word: a change to any word changes the result
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    hash ^= word;
+    hash *= kPrime;
+  }
+  for (; i < size; ++i) {  // the last bytes one by one
+    hash ^= p[i];
+    hash *= kPrime;
+  }
+  return hash;
+}
+
+std::string data_fingerprint(const minidl::Tensor& inputs, const minidl::Tensor& targets) {
+  const minidl::Tensor x = inputs.to(minidl::Device::cpu()).contiguous();
+  const minidl::Tensor y = targets.to(minidl::Device::cpu()).contiguous();
+  uint64_t hash = fnv1a_64(x.raw_data(), static_cast<size_t>(x.numel()) * minidl::dtype_size(x.dtype()));
+  hash = fnv1a_64(y.raw_data(), static_cast<size_t>(y.numel()) * minidl::dtype_size(y.dtype()), hash);
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return str_cat(x.dim() > 0 ? x.size(0) : 0, " samples, fnv1a64 ", hex);
+}
+
+Metadata fingerprint_metadata(const std::vector<DataFingerprint>& fingerprints) {
+  Metadata m;
+  for (const DataFingerprint& f : fingerprints) m[f.key] = f.value;
+  return m;
+}
+
+std::string check_data_fingerprints(const std::string& path, const Metadata& saved,
+                                    const std::vector<DataFingerprint>& fingerprints, bool other_data_allowed) {
+  std::string unchecked, differences;
+  for (const DataFingerprint& f : fingerprints) {
+    const auto it = saved.find(f.key);
+    if (it == saved.end()) {
+      unchecked += str_cat(unchecked.empty() ? "" : ", ", f.flags);
+    } else if (it->second != f.value) {
+      differences += str_cat(differences.empty() ? "" : "; ", f.flags, " gives ", f.value, ", the saved run had ",
+                             shown(it->second));
+    }
+  }
+  if (!differences.empty()) {
+    MINIDL_CHECK(other_data_allowed, "--resume ", path, ": the data is not the saved run's (", differences,
+                 "). Resume with the same data, or give --resume-other-data to go on with this data");
+    return str_cat("--resume-other-data: going on with other data than ", path, " was trained on (", differences,
+                   ")");
+  }
+  if (!unchecked.empty())
+    return str_cat(path, " has no fingerprint of its data (saved by an older minidl): resuming without checking "
+                   "that ", unchecked, " give", unchecked.find(',') == std::string::npos ? "s" : "",
+                   " the same data");
+  return "";
+}
+
 std::string describe_position(const RunPosition& at, int64_t steps_per_epoch) {
   if (!at.mid_epoch()) return str_cat("after epoch ", at.epoch, " (step ", at.step, ")");
   return str_cat("in epoch ", at.epoch + 1, " after step ", at.epoch_step, " of ", steps_per_epoch, ", step ", at.step,
@@ -180,24 +239,38 @@ void RunFlags::check() const {
   MINIDL_CHECK(save_every == 0 || !save_path().empty(), "--save-every needs --save FILE (or --resume FILE)");
 }
 
+void check_run_paths(const RunFlags& run, const minidl::NamedPath& metrics,
+                     const std::vector<minidl::NamedPath>& other_outputs, const std::vector<minidl::NamedPath>& data) {
+  std::vector<minidl::NamedPath> not_the_resumed = other_outputs;
+  not_the_resumed.push_back(metrics);
+  minidl::check_outputs_are_not_inputs(not_the_resumed, {{"--resume", run.resume}});
+  std::vector<minidl::NamedPath> outputs = {{run.save.empty() ? "--resume" : "--save", run.save_path()}};
+  outputs.insert(outputs.end(), not_the_resumed.begin(), not_the_resumed.end());
+  minidl::check_outputs_are_not_inputs(outputs, data);
+  if (!metrics.path.empty()) minidl::check_metrics_log(metrics.path, metrics.flag);
+}
+
 void add_run_flags(CLI::App& train, RunFlags& flags) {
   train.add_option("--save", flags.save,
                    "save the model and what --resume needs to FILE after every epoch (atomically; a symbolic "
                    "link's target is replaced, a file keeps its permissions)")
       ->check(non_empty());
   train.add_option("--resume", flags.resume,
-                   "continue the run saved in FILE where it stopped, with the same flags (keeps saving to FILE "
-                   "unless --save says otherwise; --metrics is appended to)")
+                   "continue the run saved in FILE where it stopped, with the same flags and data (keeps saving to "
+                   "FILE unless --save says otherwise; --metrics is appended to)")
       ->check(non_empty());
+  train.add_flag("--resume-other-data", flags.resume_other_data,
+                 "with --resume: go on even when the data differs from what the file was trained on (its "
+                 "fingerprint: the sample count and a hash of the loaded data); the log says so");
   train.add_option("--save-every", flags.save_every,
                    "also save every N training steps, in the middle of epochs (--resume goes on from the next step)")
-      ->check(at_least(1));
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   train.add_option("--stop-after-epochs", flags.stop_after_epochs,
                    "end this invocation after N epochs, saved (continue later with --resume)")
-      ->check(at_least(1));
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   train.add_option("--stop-after-steps", flags.stop_after_steps,
                    "end this invocation after N training steps, saved (continue later with --resume)")
-      ->check(at_least(1));
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
 }
 
 // ------------------------------------------------------------------ SIGINT, SIGTERM

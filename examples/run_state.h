@@ -12,10 +12,24 @@
 //                                   loss sum and counts), so that its summary covers all of its steps
 //   run.*                           the settings that make the run what it is: --resume refuses a file
 //                                   whose settings differ from the flags given, naming each
+//   data.train, data.val            fingerprints of the data trained and validated on (below)
 // The learning rate is a closed form of the step (nn/lr_schedule.h) and the order of the data a pure
 // function of (seed, epoch) (nn/data.h), so both follow from the position: a resumed run goes on with the
 // next batch of the same epoch (DataLoader::epoch(e, first_batch)), and on the CPU it ends bit for bit
 // where the uninterrupted run ends (tests/mnist_resume_test.sh, tests/captcha_resume_test.sh).
+//
+// Data fingerprints. run.data says where the data came from and how many samples it has; it cannot tell
+// a folder whose files were replaced, or a CSV file whose every label changed, from the one the run
+// began with. So every file also holds, per data set, "<count> samples, fnv1a64 <16 hex digits>": the
+// sample count and a 64-bit FNV-1a hash (fnv1a_64) of the bytes of the loaded inputs (float32, as the
+// model reads them) then the labels (data_fingerprint()). --resume compares them with the data it has loaded and
+// refuses a difference, naming the flag that chose the data (--data, --val-data); --resume-other-data
+// goes on anyway, saying so, and the next save holds the new fingerprints. A file saved before
+// fingerprints existed resumes as before, with a line saying the data could not be checked. Generated
+// captchas are defined by their settings, which the fingerprint then is ("generated: seed 8, 1000
+// captchas"). Hashing reads every byte once (docs/checkpoint-format.md gives its speed). The inputs are
+// hashed after decoding and resizing, so the same files give the same fingerprint with the same build;
+// another compiler or CPU could round a resized pixel differently (then --resume-other-data).
 //
 // Ctrl-C (SIGINT) and SIGTERM. While a RunControl lives, a handler notes the signal and does nothing
 // else (async-signal-safe: it sets a flag, writes one line to stderr and restores the previous
@@ -45,6 +59,7 @@
 
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
+#include "nn/files.h"
 #include "nn/module.h"
 
 namespace examples {
@@ -77,6 +92,30 @@ Metadata resumable_metadata(const Metadata& settings, uint64_t seed, const RunPo
 // ASCII shown as '?'.
 RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums);
 
+// A 64-bit FNV-1a hash of `size` bytes, continuing from `hash` (start: kFnv1aOffset). FNV-1a's step
+// (xor, then multiply by its prime) is applied to 8 bytes at a time, a word as a little-endian machine
+// stores it, then to the last size % 8 bytes one by one: eight times fewer multiplications than the
+// byte-wise FNV-1a, whose value it gives for fewer than 8 bytes.
+constexpr uint64_t kFnv1aOffset = 14695981039346656037ull;
+uint64_t fnv1a_64(const void* bytes, size_t size, uint64_t hash = kFnv1aOffset);
+// "60000 samples, fnv1a64 0123456789abcdef": inputs.size(0) samples and the hash of the bytes of
+// `inputs` then `targets` (contiguous CPU tensors, as a TensorDataset holds them).
+std::string data_fingerprint(const minidl::Tensor& inputs, const minidl::Tensor& targets);
+
+// One data set's fingerprint as saved and compared: metadata key ("data.train", "data.val"), the flags
+// that choose that data (for messages: "--data", "--val-data", "--val-count"), and the value.
+struct DataFingerprint {
+  std::string key, flags, value;
+};
+// The fingerprints as metadata, for every save.
+Metadata fingerprint_metadata(const std::vector<DataFingerprint>& fingerprints);
+// --resume: compares the fingerprints of the file at `path` with this run's. A difference is an Error
+// naming the flags, both values and --resume-other-data, unless `other_data_allowed`. Returns a line
+// for the log: "" when every fingerprint matches, else what was not checked (an older file) or what
+// differs and goes on as asked.
+std::string check_data_fingerprints(const std::string& path, const Metadata& saved,
+                                    const std::vector<DataFingerprint>& fingerprints, bool other_data_allowed);
+
 // "in epoch 2 after step 37 of 93, step 130 of the run" or, at an epoch's end, "after epoch 2 (step 186)".
 std::string describe_position(const RunPosition& at, int64_t steps_per_epoch);
 
@@ -96,12 +135,22 @@ std::string resume_command(const std::string& file, int world_size);
 struct RunFlags {
   std::string save, resume;
   int64_t save_every = 0, stop_after_epochs = 0, stop_after_steps = 0;
+  bool resume_other_data = false;  // --resume-other-data: go on when the data's fingerprints differ
   // Where saves go: --save, else the --resume file (a resumed run keeps saving to it). "" for neither.
   std::string save_path() const { return !save.empty() ? save : resume; }
   // Refuses --stop-after-* without a file to continue from (a usage error, before any work).
   void check() const;
 };
-// Adds --save, --resume, --save-every, --stop-after-epochs and --stop-after-steps to a `train` command.
+// The file checks of a training run, before any work (nn/files.h, nn/metrics.h): no output (the save
+// file, `metrics`, `other_outputs` such as --save-best) is one of `data` (--data, --val-data) or inside
+// one of their folders, or another output; --metrics and `other_outputs` are not the --resume file
+// either (the save file may be: a resumed run keeps saving to it); and --metrics holds a metrics log or
+// nothing. Throws minidl::OutputIsInputError (exit status 2) or an Error naming the flags.
+void check_run_paths(const RunFlags& run, const minidl::NamedPath& metrics,
+                     const std::vector<minidl::NamedPath>& other_outputs, const std::vector<minidl::NamedPath>& data);
+
+// Adds --save, --resume, --resume-other-data, --save-every, --stop-after-epochs and --stop-after-steps to
+// a `train` command.
 void add_run_flags(CLI::App& train, RunFlags& flags);
 
 // Why a run stops before its end.

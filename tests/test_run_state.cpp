@@ -334,3 +334,53 @@ TEST_CASE("run control: a second Ctrl-C ends the process, and during the save, t
   CHECK(listing == "m.ckpt\n");
   std::system(("rm -rf '" + dir + "'").c_str());
 }
+
+TEST_CASE("run state: data fingerprints are FNV-1a of the loaded data, and a resume on other data is refused",
+          "[run_state]") {
+  // FNV-1a's published test vectors (64 bits; fewer than 8 bytes, hashed byte by byte).
+  CHECK(examples::fnv1a_64("", 0) == 0xcbf29ce484222325ull);
+  CHECK(examples::fnv1a_64("a", 1) == 0xaf63dc4c8601ec8cull);
+  CHECK(examples::fnv1a_64("foobar", 6) == 0x85944171f73967e8ull);
+  // Longer inputs: FNV-1a's step on each 8-byte word, then on each remaining byte.
+  uint64_t expected = 0xcbf29ce484222325ull;
+  uint64_t word = 0;
+  for (int k = 7; k >= 0; --k) word = word << 8 | static_cast<unsigned char>("abcdefgh"[k]);  // little-endian
+  expected = (expected ^ word) * 1099511628211ull;
+  for (char c : std::string("ij")) expected = (expected ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  CHECK(examples::fnv1a_64("abcdefghij", 10) == expected);
+  CHECK(examples::fnv1a_64("ij", 2, examples::fnv1a_64("abcdefgh", 8)) == expected);
+  CHECK(examples::fnv1a_64("abcdefghik", 10) != expected);
+
+  const Tensor images = from_vector({0.0, 0.5, 1.0, 0.25, 0.75, 0.125}, {3, 2});
+  const Tensor labels = from_vector({1, 2, 3}, {3}, TensorOptions(DType::int64));
+  const std::string fingerprint = examples::data_fingerprint(images, labels);
+  CHECK_THAT(fingerprint, Catch::Matches("3 samples, fnv1a64 [0-9a-f]{16}"));
+  CHECK(examples::data_fingerprint(images.clone(), labels.clone()) == fingerprint);
+  // One label changed, or the same images in another order: another fingerprint.
+  CHECK(examples::data_fingerprint(images, from_vector({1, 2, 4}, {3}, TensorOptions(DType::int64))) != fingerprint);
+  CHECK(examples::data_fingerprint(images.slice(0, 0, 3).contiguous(), labels) == fingerprint);
+  CHECK(examples::data_fingerprint(from_vector({0.25, 0.75, 0.0, 0.5, 1.0, 0.125}, {3, 2}), labels) != fingerprint);
+
+  const std::vector<examples::DataFingerprint> now = {{"data.train", "--data", fingerprint},
+                                                      {"data.val", "--val-data", "8 samples, fnv1a64 00000000000000aa"}};
+  examples::Metadata saved = examples::fingerprint_metadata(now);
+  CHECK(saved.at("data.train") == fingerprint);
+  CHECK(examples::check_data_fingerprints("m.ckpt", saved, now, false).empty());
+
+  examples::Metadata other = saved;
+  other["data.train"] = "3 samples, fnv1a64 0123456789abcdef";
+  CHECK_THROWS_WITH(examples::check_data_fingerprints("m.ckpt", other, now, false),
+                    "--resume m.ckpt: the data is not the saved run's (--data gives " + fingerprint +
+                        ", the saved run had 3 samples, fnv1a64 0123456789abcdef). Resume with the same data, or "
+                        "give --resume-other-data to go on with this data");
+  other["data.val"] = "8 samples, fnv1a64 00000000000000bb";
+  CHECK_THROWS_WITH(examples::check_data_fingerprints("m.ckpt", other, now, false),
+                    Catch::Contains("--data gives") && Catch::Contains("; --val-data gives"));
+  CHECK_THAT(examples::check_data_fingerprints("m.ckpt", other, now, true),
+             Catch::StartsWith("--resume-other-data: going on with other data than m.ckpt was trained on (--data "
+                               "gives"));
+  // A file saved before fingerprints existed resumes, and the log says the data was not checked.
+  CHECK(examples::check_data_fingerprints("m.ckpt", {{"epoch", "1"}}, now, false) ==
+        "m.ckpt has no fingerprint of its data (saved by an older minidl): resuming without checking that --data, "
+        "--val-data give the same data");
+}

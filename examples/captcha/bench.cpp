@@ -51,7 +51,7 @@ int run_bench(const BenchArgs& a) {
   std::unique_ptr<dist::DistributedRun> job;
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
-  bench_steps::check_overhead_rounds(a, job ? job->world_size : 1);
+  bench_steps::check_bench_flags(a, job ? job->world_size : 1);
   const Device device = job ? job->device : choose_device(a.device);
   ModelConfig config;
   config.rnn = parse_rnn_kind(a.rnn);

@@ -30,6 +30,13 @@ Command add_predict_command(CLI::App& parent);  // examples/captcha/eval.cpp
 Command add_bench_command(CLI::App& parent);    // examples/captcha/bench.cpp
 
 // ---- flags
+// The image sizes the generator draws and the model reads (nn/captcha_gen.h check_captcha_options).
+constexpr int kMinImageSide = 16, kMaxImageSide = 4096;
+// --threads: 0 (one per hardware thread) up to this many.
+constexpr int kMaxThreads = 1024;
+// `captcha train --seed` S: validation uses S + 1 and `captcha eval` S + 2, read back from the file as a
+// 64-bit signed number.
+constexpr uint64_t kMaxTrainSeed = static_cast<uint64_t>(INT64_MAX) - 2;
 // "4" -> (4, 4), "4-6" -> (4, 6); throws an Error naming the flag otherwise.
 std::pair<int, int> parse_length_range(const std::string& spec);
 // "32,64,128" -> {32, 64, 128}, every value positive.

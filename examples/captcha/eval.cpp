@@ -7,6 +7,10 @@
 //       with the charset, length and size recorded in the checkpoint.
 //   captcha predict --model FILE IMAGE...
 //       the text read from each image (resized to the model's input size).
+// Both refuse a model whose outputs are NaN or infinite (finite weights can still be absurd: a file saved
+// by an older minidl after its run diverged), exit status 1: eval when its loss is, predict for each
+// such image.
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <cstdint>
@@ -16,6 +20,7 @@
 
 #include "core/autograd.h"
 #include "core/determinism.h"
+#include "core/numerics.h"
 #include "core/dispatch.h"
 #include "examples/captcha/common.h"
 #include "examples/flags.h"
@@ -25,7 +30,8 @@
 #include "nn/image.h"
 
 using namespace minidl;
-using examples::at_least;
+using examples::number_in;
+using examples::FlagRange;
 
 namespace captcha {
 
@@ -78,6 +84,10 @@ int run_eval(const EvalArgs& a) {
   lo.batch_size = a.batch > 0 ? a.batch : eval_batch_size(device);
   DataLoader loader(data, lo);
   const EvalResult r = evaluate(*loaded.model, loader, loaded.charset, device, "eval");
+  // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not
+  // numbers, and neither is the loss.
+  MINIDL_CHECK(std::isfinite(r.loss), "'", a.model, "' gives a loss of ", number_str(r.loss),
+               ": its outputs are NaN or infinite (weights of a run that diverged); train again");
   for (const auto& [truth, read] : r.mistakes)
     std::printf("  mistake: %s read as %s\n", truth.c_str(), read.empty() ? "(nothing)" : read.c_str());
   std::printf("loss: %.4f\nwhole-captcha accuracy: %s (%lld/%lld)\nper-character accuracy: %s\n", r.loss,
@@ -102,7 +112,11 @@ int run_predict(const PredictArgs& a) {
     try {
       Tensor x = empty({1, 3, config.height, config.width}, TensorOptions(DType::float32, Device::cpu()));
       image_to_chw(load_image(path, 3), config.width, config.height, x.data<float>());
-      const std::string text = ctc_greedy_decode_text((*loaded.model)(x.to(device)), loaded.charset)[0];
+      const Tensor log_probs = (*loaded.model)(x.to(device));
+      const NonFinite bad = first_non_finite(log_probs);
+      MINIDL_CHECK(!bad.found(), path, ": the model's output is ", number_str(bad.value), ": '", a.model,
+                   "' holds weights of a run that diverged; train again");
+      const std::string text = ctc_greedy_decode_text(log_probs, loaded.charset)[0];
       std::printf("%s: %s\n", path.c_str(), text.c_str());
     } catch (const std::exception& e) {
       std::fprintf(stderr, "captcha: %s\n", e.what());
@@ -120,16 +134,17 @@ Command add_eval_command(CLI::App& parent) {
   cmd->add_option("--model", a->model, "checkpoint saved by `captcha train --save`")->required();
   CLI::Option* data = cmd->add_option("--data", a->data, "evaluate on the labelled images of DIR");
   CLI::Option* count = cmd->add_option("--count", a->count, "fresh captchas to evaluate on")->capture_default_str()
-                           ->check(CLI::PositiveNumber);
+                           ->check(number_in(FlagRange::whole<int64_t>(1)));
   data->excludes(count);
-  a->seed_flag = cmd->add_option("--seed", a->seed, "seed of the fresh captchas (default: the training seed + 2)");
+  a->seed_flag = cmd->add_option("--seed", a->seed, "seed of the fresh captchas (default: the training seed + 2)")
+                     ->check(number_in(FlagRange::whole<uint64_t>(0)));
   cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
   cmd->add_option("--batch", a->batch, "batch size (0: 500 on a GPU, 100 on the CPU)")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->check(number_in(FlagRange::whole<int64_t>(0)));
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->check(number_in(FlagRange::whole<int>(0, kMaxThreads)));
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
   cmd->add_flag("--deterministic", a->deterministic, "on a GPU, only deterministic algorithms");
   return {cmd, [a] { return run_eval(*a); }};

@@ -4,7 +4,8 @@
 //               [--font FILE]... [--style classic|lined] [--threads T] [--dry-run]
 // Image INDEX of seed S is always the same (nn/captcha_gen.h). --dry-run renders without writing, to
 // measure the generator. --style lined draws another site's look (nn/captcha_gen.h): a set to try
-// training on labelled folders with (docs/captcha.md, "Training on your own captchas").
+// training on labelled folders with (docs/captcha.md, "Training on your own captchas"). --out may not be
+// a --font file (nn/files.h: refused with exit status 2).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include "examples/captcha/common.h"
 #include "examples/flags.h"
 #include "nn/captcha_gen.h"
+#include "nn/files.h"
 #include "nn/image.h"
 
 using namespace minidl;
@@ -85,6 +87,9 @@ int run_gen(const GenArgs& a) {
                  "' (labels are file names, cut at the first '_')");
 
   MINIDL_CHECK(a.dry_run || !a.out.empty(), "gen: --out DIR is required (or --dry-run)");
+  std::vector<NamedPath> fonts;
+  for (const std::string& font : a.fonts) fonts.push_back({"--font", font});
+  check_outputs_are_not_inputs({{"--out", a.dry_run ? "" : a.out}}, fonts);  // nn/files.h
   if (!a.dry_run) std::filesystem::create_directories(a.out);
   const int threads = thread_count(a.threads);
   const bool show_progress = a.count >= 1000;
@@ -122,12 +127,16 @@ Command add_gen_command(CLI::App& parent) {
   auto a = std::make_shared<GenArgs>();
   CLI::App* cmd = parent.add_subcommand("gen", "write labelled captcha PNGs, <LABEL>_<INDEX>.png");
   cmd->add_option("--out", a->out, "output folder (created when missing)");
-  cmd->add_option("--count", a->count, "number of images")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", a->seed, "random seed; image i of a seed is always the same")->capture_default_str();
+  cmd->add_option("--count", a->count, "number of images")->required()
+      ->check(examples::number_in(examples::FlagRange::whole<int64_t>(1)));
+  cmd->add_option("--seed", a->seed, "random seed; image i of a seed is always the same")->capture_default_str()
+      ->check(examples::number_in(examples::FlagRange::whole<uint64_t>(0)));
   cmd->add_option("--charset", a->charset, "characters to draw from")->capture_default_str();
   cmd->add_option("--length", a->length, "characters per captcha: N or A-B")->capture_default_str();
-  cmd->add_option("--width", a->width, "image width")->capture_default_str()->check(examples::at_least(1));
-  cmd->add_option("--height", a->height, "image height")->capture_default_str()->check(examples::at_least(1));
+  cmd->add_option("--width", a->width, "image width")->capture_default_str()
+      ->check(examples::number_in(examples::FlagRange::whole<int>(kMinImageSide, kMaxImageSide)));
+  cmd->add_option("--height", a->height, "image height")->capture_default_str()
+      ->check(examples::number_in(examples::FlagRange::whole<int>(kMinImageSide, kMaxImageSide)));
   cmd->add_option("--font", a->fonts,
                   "TrueType font file (repeatable; default: DejaVu Sans Bold, see docs/captcha.md)");
   cmd->add_option("--style", a->style,
@@ -137,7 +146,7 @@ Command add_gen_command(CLI::App& parent) {
       ->check(CLI::IsMember({"classic", "lined"}));
   cmd->add_option("--threads", a->threads, "worker threads (0: all hardware threads)")
       ->capture_default_str()
-      ->check(examples::at_least(0));
+      ->check(examples::number_in(examples::FlagRange::whole<int>(0, kMaxThreads)));
   cmd->add_flag("--dry-run", a->dry_run, "render only, write nothing (measures the generator's throughput)");
   return {cmd, [a] { return run_gen(*a); }};
 }

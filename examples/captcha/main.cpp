@@ -7,7 +7,8 @@
 //   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
 //   captcha bench [--device D] [--batch N] ...      examples/captcha/bench.cpp (training-step timing)
 // The model is in examples/captcha/model.h. Errors print "captcha: <message>" and exit with status 1
-// (2 for bad flags, 3 when training diverged: examples/train_guard.h).
+// (2 for bad flags and for an output that names an input: nn/files.h; 3 when training diverged:
+// examples/train_guard.h).
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -17,7 +18,9 @@
 #include "core/numerics.h"
 #include "dist/process.h"
 #include "examples/captcha/common.h"
+#include "examples/flags.h"
 #include "examples/train_guard.h"
+#include "nn/files.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"captcha: generate captchas; recognise them with a CNN + bidirectional GRU (or LSTM) + CTC model."};
@@ -29,7 +32,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::fprintf(stderr, "captcha: %s\nRun `captcha --help` or `captcha <command> --help` for usage.\n", e.what());
+    std::fprintf(stderr, "captcha: %s\nRun `captcha --help` or `captcha <command> --help` for usage.\n",
+                 examples::parse_error_message(e).c_str());
     return 2;
   }
   try {
@@ -37,6 +41,8 @@ int main(int argc, char** argv) {
     minidl::check_fusion_environment();  // MINIDL_FUSE_RELU (nn/layers.h)
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
+  } catch (const minidl::OutputIsInputError& e) {
+    return minidl::dist::report_error(e, "captcha", 2);  // an output names an input: a usage error (nn/files.h)
   } catch (const minidl::NonFiniteError& e) {
     // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
     // a job, when only this rank found it, the whole job ends with that status.

@@ -6,6 +6,7 @@
 //                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
 //                 [--channels A,B,...]
 //                 [--convs-per-block N] [--hidden N] [--dropout P] [--save-every N] [--resume FILE]
+//                 [--resume-other-data]
 //                 [--stop-after-epochs N] [--stop-after-steps N] [--deterministic] [--precision fp32|tf32|bf16]
 //                 [--distributed]
 //                 [--augment LIST | --no-augment] [--augment-strength X] [--weight-decay W]
@@ -18,8 +19,10 @@
 // (nn/augment.h: small affine warps, scale, translation, blur, contrast, colour, inversion, noise; sample i
 // of epoch e gets the variant (seed, e, i), so runs and --resume stay exact): --augment LIST chooses the
 // transforms, --augment-strength scales them, --no-augment turns them off. Validation images never are.
-// Validation after every epoch: --val-data DIR; else, for generated training data, --val-count captchas of
-// seed S + 1 (fixed for the run, disjoint from training); else every k-th image of --data, held out.
+// Validation after every epoch: --val-data DIR, with --data or with generated training data (how well a
+// model trained on generated captchas reads a site's real ones); else, for generated training data,
+// --val-count captchas of seed S + 1 (fixed for the run, disjoint from training); else every k-th image
+// of --data, held out.
 // Loss: ctc_loss over all T time steps (zero_infinity: a label no alignment fits adds nothing rather
 // than inf). Adam, by default with a cosine decay of the learning rate to 1% over the whole run; with
 // --weight-decay W > 0, AdamW (decoupled weight decay, nn/optim.h). Default W: 0.01 with --data (a small
@@ -38,9 +41,13 @@
 // --stop-after-steps N end this invocation (to continue later): long CPU runs, or time-limited GPU
 // slots. Ctrl-C or SIGTERM finishes the current step, saves, prints how to resume and exits with 130
 // (143 for SIGTERM).
-// Reliability, as in `mnist train`: flags, MINIDL_* variables and the save path are checked before any
-// work; a NaN or infinite loss stops the run naming the step and learning rate, exit status 3, and the
-// save file keeps the last good epoch (examples/train_guard.h). --deterministic: the same bits on a GPU
+// Reliability, as in `mnist train` (README.md, "Reliability: what is guaranteed"): flags (examples/flags.h),
+// MINIDL_* variables and the save path are checked before any work; no output (--save, --save-best,
+// --metrics) may be an input (--data, --val-data, --resume) or lie inside an input folder (nn/files.h);
+// a NaN, infinite or runaway loss stops the run naming the step and learning rate, exit status 3, and
+// the save file keeps the last good state (examples/train_guard.h); --resume refuses images whose
+// fingerprint differs from the file's, naming --data or --val-data (--resume-other-data goes on, saying
+// so: examples/run_state.h). --deterministic: the same bits on a GPU
 // for the same flags (core/determinism.h); the CPU always gives them for the same --threads and
 // OMP_NUM_THREADS.
 // --distributed: one rank of a data-parallel job, `mpirun -np N captcha train --distributed ...`
@@ -80,10 +87,9 @@
 #include "nn/progress.h"
 
 using namespace minidl;
-using examples::at_least;
-using examples::at_least_and_below;
-using examples::finite_positive;
 using examples::non_empty;
+using examples::number_in;
+using examples::FlagRange;
 
 namespace captcha {
 
@@ -129,11 +135,35 @@ struct TrainingData {
   int64_t batches_per_epoch = 0;
   std::shared_ptr<Dataset> validation;
   std::function<DataLoader(int64_t epoch)> loader;
+  std::vector<examples::DataFingerprint> fingerprints;  // what --resume compares (examples/run_state.h)
 };
 
 // The padded-target batch of a folder: images and their classes padded with 0 to the longest label.
 std::shared_ptr<TensorDataset> folder_dataset(const CaptchaDataset& folder, const std::string& charset) {
   return std::make_shared<TensorDataset>(folder.images, encode_ctc_targets(folder.labels, charset).targets);
+}
+
+// The fingerprint of a folder's tensors, for --resume (examples/run_state.h).
+examples::DataFingerprint fingerprint_of(const char* key, const char* flags, const TensorDataset& set) {
+  return {key, flags, examples::data_fingerprint(set.inputs(), set.targets())};
+}
+
+// --val-data DIR: its labelled images, resized to the model's input, their labels written with the
+// training charset (a character outside it is an error naming the file).
+std::shared_ptr<TensorDataset> validation_folder(const TrainArgs& a, const std::string& charset, int threads) {
+  CaptchaFolderOptions fo;
+  fo.width = a.width;
+  fo.height = a.height;
+  fo.threads = threads;
+  fo.charset = charset;
+  CaptchaDataset val;
+  try {
+    val = load_captcha_folder(a.val_data, fo);
+  } catch (const Error& e) {  // the folder reader's message, with the flag that named the folder
+    throw Error(str_cat("--val-data: ", e.what()));
+  }
+  print_folder_warnings(val);
+  return folder_dataset(val, charset);
 }
 
 TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
@@ -165,7 +195,18 @@ TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
     lo.shard_count = shard.count;
     return DataLoader(data, lo);
   };
-  d.validation = std::make_shared<GeneratedCaptchaDataset>(options, a.seed + 1, a.val_count, threads);
+  // Validation: captchas of seed + 1, or the real images of --val-data (how well a model trained on
+  // generated captchas reads a site's own).
+  if (a.val_data.empty()) {
+    d.validation = std::make_shared<GeneratedCaptchaDataset>(options, a.seed + 1, a.val_count, threads);
+    d.fingerprints.push_back({"data.val", "--val-count", str_cat("generated: seed ", a.seed + 1, ", ", a.val_count,
+                                                                 " captchas")});
+  } else {
+    const auto val = validation_folder(a, d.charset, threads);
+    d.validation = val;
+    d.description += str_cat("; validation on ", val->size(), " images of ", a.val_data);
+    d.fingerprints.push_back(fingerprint_of("data.val", "--val-data", *val));
+  }
   return d;
 }
 
@@ -195,13 +236,9 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
 
   std::shared_ptr<TensorDataset> train = all;
   if (!a.val_data.empty()) {
-    fo.charset = d.charset;  // validation labels must use the training charset
-    fo.length = 0;
-    const CaptchaDataset val = load_captcha_folder(a.val_data, fo);
-    print_folder_warnings(val);
-    MINIDL_CHECK(infer_charset(val.labels).find_first_not_of(d.charset) == std::string::npos,
-                 "--val-data has characters outside the training charset");
-    d.validation = folder_dataset(val, d.charset);
+    const auto val = validation_folder(a, d.charset, threads);  // labels in the training charset
+    d.validation = val;
+    d.fingerprints.push_back(fingerprint_of("data.val", "--val-data", *val));
   } else {
     // Every k-th image is held out (at most a tenth of the folder): spread over the sorted file names.
     const int64_t held = std::max<int64_t>(1, std::min<int64_t>(a.val_count, N / 10));
@@ -213,9 +250,12 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
       (hold_out ? val_idx : train_idx).push_back(i);
     }
     const Batch v = all->get_batch(val_idx), t = all->get_batch(train_idx);
-    d.validation = std::make_shared<TensorDataset>(v.inputs, v.targets);
+    const auto val = std::make_shared<TensorDataset>(v.inputs, v.targets);
+    d.validation = val;
+    d.fingerprints.push_back(fingerprint_of("data.val", "--data", *val));
     train = std::make_shared<TensorDataset>(t.inputs, t.targets);
   }
+  d.fingerprints.insert(d.fingerprints.begin(), fingerprint_of("data.train", "--data", *train));
   const bool drop_last = train->size() > a.batch;
   d.batches_per_epoch = drop_last ? train->size() / a.batch : 1;
   d.description = str_cat(train->size(), " images of ", a.data, " (", d.validation->size(), " for validation",
@@ -338,8 +378,10 @@ int run_train(const TrainArgs& a) {
   MINIDL_CHECK(!a.data.empty() || (!*a.augment_flag && !*a.augment_strength_flag && !a.no_augment),
                "--augment, --augment-strength and --no-augment are for --data (generated captchas are new every "
                "epoch)");
-  MINIDL_CHECK(a.save_best.empty() || a.save_best != save_path, "--save-best must be another file than the one "
-               "--save (or --resume) writes");
+  // No output may replace an input, or another output (nn/files.h): checked by every process, before the
+  // job starts.
+  examples::check_run_paths(a.run, {"--metrics", a.metrics}, {{"--save-best", a.save_best}},
+                            {{"--data", a.data}, {"--val-data", a.val_data}});
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (a.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
@@ -421,11 +463,15 @@ int run_train(const TrainArgs& a) {
   // schedule follows the step.
   examples::RunPosition start;
   examples::BestTracker best;  // the best epoch so far (--save-best, --early-stop; examples/best_checkpoint.h)
+  examples::Metadata resumed;  // the --resume file's metadata
+  std::vector<std::string> resume_notes;  // what the log says about it: data not checked, or other data
   if (!a.run.resume.empty()) {
-    const std::map<std::string, std::string> saved =
-        with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer));
-    start = examples::resume_position(a.run.resume, saved, settings, LossLog::kSums);
-    best.restore(saved);
+    resumed = with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer));
+    start = examples::resume_position(a.run.resume, resumed, settings, LossLog::kSums);
+    const std::string data_note =
+        examples::check_data_fingerprints(a.run.resume, resumed, data.fingerprints, a.run.resume_other_data);
+    if (!data_note.empty()) resume_notes.push_back(data_note);
+    best.restore(resumed);
     if (schedule) schedule->set_step(start.step);
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
@@ -441,7 +487,7 @@ int run_train(const TrainArgs& a) {
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
   if (!a.metrics.empty() && root)
-    metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.run.resume.empty());
+    metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.run.resume.empty(), "--metrics");
 
   // Ctrl-C and SIGTERM from here on stop the run after the current step (examples/run_state.h): before
   // the lines below, which tell a watcher that training starts.
@@ -468,9 +514,16 @@ int run_train(const TrainArgs& a) {
                 a.save_best.empty() ? "" : " saved to ", a.save_best.c_str(),
                 a.early_stop > 0 ? str_cat("; early stop after ", a.early_stop, " epoch(s) without a new best").c_str()
                                  : "");
-  if (!a.run.resume.empty())
+  EvalResult val;
+  examples::DivergenceGuard guard(save_path, job.get());
+  if (!a.run.resume.empty()) {
+    guard.saved(start.epoch, start.epoch_step);  // what the file holds already
+    const std::string bound_note = guard.resumed(resumed, a.run.resume);
+    if (!bound_note.empty()) resume_notes.push_back(bound_note);
     std::printf("captcha: resuming %s %s; saving to %s\n", a.run.resume.c_str(),
                 examples::describe_position(start, data.batches_per_epoch).c_str(), save_path.c_str());
+    for (const std::string& note : resume_notes) std::printf("captcha: %s\n", note.c_str());
+  }
   std::fflush(stdout);
   if (best.should_stop(start.epoch, a.early_stop)) {
     std::printf("captcha: %s stopped early already (best epoch %lld, %s; %lld epochs without a new best): "
@@ -484,9 +537,6 @@ int run_train(const TrainArgs& a) {
     return 0;
   }
 
-  EvalResult val;
-  examples::DivergenceGuard guard(save_path, job.get());
-  if (!a.run.resume.empty()) guard.saved(start.epoch, start.epoch_step);  // what the file holds already
   // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
   // calls it (rank 0 writes), after the guard has checked what is saved.
   // The best epoch's file (--save-best) is a checkpoint like the others: it evaluates, and resumes.
@@ -495,6 +545,8 @@ int run_train(const TrainArgs& a) {
     if (root) {
       examples::Metadata meta = examples::resumable_metadata(settings, a.seed, at);
       for (const auto& [key, value] : best.metadata()) meta[key] = value;
+      for (const auto& [key, value] : examples::fingerprint_metadata(data.fingerprints)) meta[key] = value;
+      for (const auto& [key, value] : guard.metadata()) meta[key] = value;
       for (const auto& [key, value] : extra) meta[key] = value;
       save_checkpoint(path, *model, &optimizer, meta);
       if (at.mid_epoch())
@@ -553,7 +605,7 @@ int run_train(const TrainArgs& a) {
         losses.flush();
         const examples::RunPosition at{epoch - 1, epoch_step, step, dp ? dp->sum(losses.sums()) : losses.sums()};
         examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics: the ranks' average
-          guard.check_model(*model, epoch, step, optimizer.lr());
+          guard.check_state(*model, &optimizer, epoch, step, optimizer.lr());
           guard.agree();
           if (decision.save) save(at, {}, save_path);
         });
@@ -566,7 +618,7 @@ int run_train(const TrainArgs& a) {
     }
     losses.flush();
     if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, checked, used and saved from here
-    guard.check_model(*model, epoch, step, optimizer.lr());
+    guard.check_state(*model, &optimizer, epoch, step, optimizer.lr());
     guard.agree();
     if (dp) losses.sum_over_ranks(*dp);
     const double train_seconds = progress.elapsed_seconds();
@@ -642,36 +694,49 @@ Command add_train_command(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand("train", "train the recognizer; prints progress and validation accuracy");
   cmd->add_option("--device", a->device, "auto, cpu or cuda[:N]")->capture_default_str();
   CLI::Option* steps =
-      cmd->add_option("--steps", a->steps, "stop after N training steps (batches)")->check(at_least(1));
+      cmd->add_option("--steps", a->steps, "stop after N training steps (batches)")
+          ->check(number_in(FlagRange::whole<int64_t>(1)));
   CLI::Option* epochs =
-      cmd->add_option("--epochs", a->epochs, "epochs to train")->capture_default_str()->check(at_least(1));
+      cmd->add_option("--epochs", a->epochs, "epochs to train")->capture_default_str()
+          ->check(number_in(FlagRange::whole<int64_t>(1)));
   steps->excludes(epochs);
   cmd->add_option("--epoch-size", a->epoch_size, "generated captchas per epoch")
       ->capture_default_str()
-      ->check(at_least(1));
-  cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str()->check(finite_positive());
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
+  cmd->add_option("--batch", a->batch, "batch size")->capture_default_str()->check(number_in(FlagRange::whole<int64_t>(1)));
+  cmd->add_option("--lr", a->lr, "Adam learning rate")->capture_default_str()->check(number_in(FlagRange::above(0)));
   cmd->add_option("--schedule", a->schedule, "learning rate: cosine (decay to 1% over the run) or constant")
       ->capture_default_str()
       ->check(CLI::IsMember({"cosine", "constant"}));
   cmd->add_option("--data", a->data, "train on the labelled images of DIR instead of generated captchas");
-  cmd->add_option("--val-data", a->val_data, "validate on the labelled images of DIR");
+  CLI::Option* val_data = cmd->add_option(
+      "--val-data", a->val_data,
+      "validate on the labelled images of DIR (also when training on generated captchas: how well they teach "
+      "to read real ones)");
   cmd->add_option("--val-count", a->val_count, "generated validation captchas (or images held out of --data)")
-      ->capture_default_str()->check(at_least(1));
+      ->capture_default_str()
+      ->check(number_in(FlagRange::whole<int64_t>(1)))
+      ->excludes(val_data);
   a->charset_flag = cmd->add_option("--charset", a->charset, "characters (with --data: inferred from the labels)")
                         ->capture_default_str();
   a->length_flag = cmd->add_option("--length", a->length, "characters per captcha: N or A-B")->capture_default_str();
-  cmd->add_option("--width", a->width, "model input width")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--height", a->height, "model input height")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and data (validation uses seed + 1)")
-      ->capture_default_str();
-  cmd->add_option("--metrics", a->metrics, "write one JSON object per epoch to FILE (JSON Lines)")
+  cmd->add_option("--width", a->width, "model input width")->capture_default_str()
+      ->check(number_in(FlagRange::whole<int>(kMinImageSide, kMaxImageSide)));
+  cmd->add_option("--height", a->height, "model input height")->capture_default_str()
+      ->check(number_in(FlagRange::whole<int>(kMinImageSide, kMaxImageSide)));
+  cmd->add_option("--seed", a->seed, "seed of initialisation, dropout and data (validation uses seed + 1, `captcha "
+                  "eval` seed + 2)")
+      ->capture_default_str()
+      ->check(number_in(FlagRange::whole<uint64_t>(0, kMaxTrainSeed)));
+  cmd->add_option("--metrics", a->metrics, 
+                  "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
+                  "appended to by --resume; any other file is refused)")
       ->check(non_empty());
   examples::add_run_flags(*cmd, a->run);  // --save, --resume, --save-every, --stop-after-* (examples/run_state.h)
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
       ->capture_default_str()
-      ->check(at_least(0));
+      ->check(number_in(FlagRange::whole<int>(0, kMaxThreads)));
   cmd->add_option("--rnn", a->rnn, "recurrent layer: gru, or lstm (captcha_break's PyTorch recipe)")
       ->capture_default_str()
       ->check(CLI::IsMember({"gru", "lstm"}));
@@ -680,12 +745,14 @@ Command add_train_command(CLI::App& parent) {
       ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   cmd->add_option("--channels", a->channels, "channels of the convolution blocks")->capture_default_str();
   cmd->add_option("--convs-per-block", a->convs_per_block, "convolutions per block")->capture_default_str()
-      ->check(at_least(1));
-  cmd->add_option("--hidden", a->hidden, "GRU/LSTM hidden size (per direction)")->capture_default_str()->check(at_least(1));
-  cmd->add_option("--gru-layers", a->gru_layers, "GRU/LSTM layers")->capture_default_str()->check(at_least(1));
+      ->check(number_in(FlagRange::whole<int>(1)));
+  cmd->add_option("--hidden", a->hidden, "GRU/LSTM hidden size (per direction)")->capture_default_str()
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
+  cmd->add_option("--gru-layers", a->gru_layers, "GRU/LSTM layers")->capture_default_str()
+      ->check(number_in(FlagRange::whole<int>(1)));
   cmd->add_option("--dropout", a->dropout, "dropout after the CNN and after the recurrent layer")
       ->capture_default_str()
-      ->check(at_least_and_below(0, 1));
+      ->check(number_in(FlagRange::real(0, 1).excluding_hi()));
   a->augment_flag =
       cmd->add_option("--augment", a->augment,
                       "with --data: the augmentations of training images, all, none, or a list of affine,scale,"
@@ -698,15 +765,15 @@ Command add_train_command(CLI::App& parent) {
       cmd->add_option("--augment-strength", a->augment_strength,
                       "with --data: scales every augmentation range and probability (0: none)")
           ->capture_default_str()
-          ->check(CLI::Range(0.0, 10.0));
+          ->check(number_in(FlagRange::real(0, 10)));
   cmd->add_option("--weight-decay", a->weight_decay,
                   "decoupled weight decay (AdamW) when > 0; default 0.01 with --data, 0 (Adam) for generated data")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(FlagRange::real(0, 1)));
   cmd->add_option("--save-best", a->save_best,
                   "also save the model of the epoch with the best validation whole-captcha accuracy to FILE")
       ->check(non_empty());
   cmd->add_option("--early-stop", a->early_stop, "stop after N epochs in a row without a new best validation accuracy")
-      ->check(at_least(1));
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   cmd->add_flag("--deterministic", a->deterministic,
                 "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                 "(the CPU always is, for the same threads)");

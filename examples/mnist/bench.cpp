@@ -54,7 +54,7 @@ int run_bench(const BenchArgs& a) {
   examples::apply_precision_flag(a.precision);  // likewise (core/precision.h)
   std::unique_ptr<dist::DistributedRun> job;
   if (a.distributed) job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", a.device, a.batch));
-  bench_steps::check_overhead_rounds(a, job ? job->world_size : 1);
+  bench_steps::check_bench_flags(a, job ? job->world_size : 1);
   const Device device = job ? job->device : choose_device(a.device, "mnist");
   MINIDL_CHECK(!a.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
   MINIDL_CHECK(!a.cuda_graph || !job, "--cuda-graph cannot be used with --distributed (DataParallel's all-reduce "

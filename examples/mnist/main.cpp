@@ -2,7 +2,8 @@
 //
 //   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
-//               [--save FILE] [--save-every N] [--resume FILE] [--stop-after-epochs N] [--stop-after-steps N]
+//               [--save FILE] [--save-every N] [--resume FILE [--resume-other-data]] [--stop-after-epochs N]
+//               [--stop-after-steps N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
 //               [--target-accuracy A] [--recipe default|fast] [--model mnist_cnn|mnist_cnn_bn]
 //               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32|bf16]
@@ -46,19 +47,25 @@
 // every epoch, and every --save-every N steps; --resume FILE continues where FILE stopped, mid-epoch
 // included, bit for bit as the uninterrupted run on the CPU (tests/mnist_resume_test.sh). Ctrl-C or
 // SIGTERM finishes the current step, saves, says how to resume and exits with 130 (143 for SIGTERM).
-// Reliability: flags, MINIDL_* variables, the data and the --save path are checked before training starts;
-// a NaN or infinite loss stops the run at once, naming the step and learning rate, and the --save file
-// keeps the last good state (examples/train_guard.h); saves are atomic (nn/checkpoint.h). The same seed
-// and thread count give the same bits on the CPU; --deterministic does the same on a GPU
-// (core/determinism.h).
+// Reliability (README.md, "Reliability: what is guaranteed"): every numeric flag is checked (finite, in
+// range: examples/flags.h), and MINIDL_* variables, the data and the --save path too, before training
+// starts; no output (--save, --metrics, predict's --out) may be an input (--data, --resume, --model,
+// --csv) or lie inside the --data folder (nn/files.h), and --metrics refuses a file that is not a metrics
+// log (nn/metrics.h). A NaN, infinite or runaway loss (10,000 times the first) stops the run at once,
+// naming the step and learning rate, and the --save file keeps the last good state: no save holds a
+// non-finite weight or optimizer state, or a weight above 1e6 (examples/train_guard.h); saves are atomic
+// (nn/checkpoint.h). --resume refuses data whose fingerprint differs from the file's (naming --data;
+// --resume-other-data goes on, saying so: examples/run_state.h). eval and predict refuse a model whose
+// outputs are NaN or infinite. The same seed and thread count give the same bits on the CPU;
+// --deterministic does the same on a GPU (core/determinism.h).
 // --distributed: this process is one rank of a data-parallel job started by `mpirun -np N mnist train
 // --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
 // over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
 // saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h), and so
 // does Ctrl-C on any rank.
-// Errors print "mnist: <message>" and exit with status 1 (2 for bad flags, 3 when training diverged, 4
-// when --target-accuracy was not reached).
+// Errors print "mnist: <message>" and exit with status 1 (2 for bad flags and for an output that names an
+// input, 3 when training diverged, 4 when --target-accuracy was not reached).
 #include <CLI/CLI.hpp>
 #include <sys/stat.h>
 
@@ -90,6 +97,7 @@
 #include "nn/data.h"
 #include "nn/image.h"
 #include "nn/image_csv.h"
+#include "nn/files.h"
 #include "nn/metrics.h"
 #include "nn/mnist.h"
 #include "nn/optim.h"
@@ -98,11 +106,9 @@
 #include "ops/ops.h"
 
 using namespace minidl;
-using examples::at_least;
-using examples::at_least_and_below;
-using examples::finite_positive;
-using examples::fraction;
 using examples::non_empty;
+using examples::number_in;
+using examples::FlagRange;
 
 namespace {
 
@@ -299,6 +305,7 @@ struct TrainingData {
   std::string eval_name;          // "test" or "validation"
   std::string description;        // where it came from, for the first line
   std::string identity;           // what --resume compares (no paths: a moved folder resumes)
+  std::vector<examples::DataFingerprint> fingerprints;  // of the training and evaluation sets (run_state.h)
 };
 
 // Pixels 0..255 [N * 784] and labels -> the model's inputs [N, 1, 28, 28] (normalised) and targets [N].
@@ -326,6 +333,15 @@ void hold_out(TrainingData& d, const TensorDataset& all, double fraction, uint64
   d.train = subset(all, split.train);
   d.eval = subset(all, split.validation);
   d.eval_name = "validation";
+}
+
+// The fingerprints --resume compares (examples/run_state.h): the training set, and the set evaluated
+// after every epoch (the test set, or the held-out part), both chosen by --data.
+void add_fingerprints(TrainingData& d) {
+  for (const auto& [key, set] : {std::make_pair("data.train", d.train), std::make_pair("data.val", d.eval)}) {
+    const auto* tensors = dynamic_cast<const TensorDataset*>(set.get());
+    if (tensors) d.fingerprints.push_back({key, "--data", examples::data_fingerprint(tensors->inputs(), tensors->targets())});
+  }
 }
 
 // --data: a folder of the four IDX files (or none: searched), or a CSV file in Kaggle's format
@@ -356,6 +372,7 @@ TrainingData load_training_data(const TrainFlags& f) {
     const size_t slash = f.data.rfind('/');
     d.identity = str_cat("csv ", slash == std::string::npos ? f.data : f.data.substr(slash + 1), ": ",
                          d.train->size(), " training images, ", d.eval ? d.eval->size() : 0, " validation");
+    add_fingerprints(d);
     return d;
   }
   const std::string dir = find_mnist_dir(f.data);
@@ -372,6 +389,7 @@ TrainingData load_training_data(const TrainFlags& f) {
   d.description = str_cat(dir, ": ", d.train->size(), " training images", f.limit > 0 ? " (--limit)" : "", ", ",
                           d.eval->size(), " ", d.eval_name, " images", fraction > 0 ? split_note : std::string());
   d.identity = str_cat("mnist idx: ", d.train->size(), " training images, ", d.eval->size(), " ", d.eval_name);
+  add_fingerprints(d);
   return d;
 }
 
@@ -412,6 +430,10 @@ int train(const TrainFlags& f) {
   set_deterministic_algorithms(f.deterministic);  // before the first GPU op (core/determinism.h)
   examples::apply_precision_flag(f.precision);    // likewise (core/precision.h)
   f.run.check();
+  // No output may replace an input (nn/files.h): checked by every process, before the job starts. The
+  // data's folder is the one searched for when --data is not given.
+  examples::check_run_paths(f.run, {"--metrics", f.metrics}, {},
+                            {{"--data", f.data.empty() ? find_mnist_dir(f.data) : f.data}});
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (f.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
@@ -499,11 +521,16 @@ int train(const TrainFlags& f) {
   // --resume: the model, Adam's state, the random stream and the position; the schedule follows the step.
   const examples::Metadata settings = with_weight_decay(run_settings(f, data, batches, total_steps), f.weight_decay);
   examples::RunPosition start;
+  examples::Metadata resumed;  // the --resume file's metadata
+  std::vector<std::string> resume_notes;  // what the log says about it: data not checked, or other data
   if (!f.run.resume.empty()) {
     const Checkpoint file = read_checkpoint(f.run.resume);
     check_checkpoint_model(file, f.run.resume, f.model, "`mnist train --save`");  // one line for another model
-    start = examples::resume_position(f.run.resume, load_checkpoint(file, f.run.resume, *model, &optimizer), settings,
-                                      RunningStats::kSums);
+    resumed = load_checkpoint(file, f.run.resume, *model, &optimizer);
+    start = examples::resume_position(f.run.resume, resumed, settings, RunningStats::kSums);
+    const std::string data_note =
+        examples::check_data_fingerprints(f.run.resume, resumed, data.fingerprints, f.run.resume_other_data);
+    if (!data_note.empty()) resume_notes.push_back(data_note);
     if (scheduler) scheduler->set_step(per_batch_schedule ? start.step : start.epoch);
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
@@ -528,7 +555,7 @@ int train(const TrainFlags& f) {
   }
   std::unique_ptr<MetricsWriter> metrics;
   if (!f.metrics.empty() && root)
-    metrics = std::make_unique<MetricsWriter>(f.metrics, /*append=*/!f.run.resume.empty());
+    metrics = std::make_unique<MetricsWriter>(f.metrics, /*append=*/!f.run.resume.empty(), "--metrics");
 
   // Ctrl-C and SIGTERM from here on stop the run after the current step (examples/run_state.h): before
   // the lines below, which tell a watcher that training starts.
@@ -541,9 +568,16 @@ int train(const TrainFlags& f) {
   if (train_loader.resident())
     std::printf("mnist: images resident on %s, batches assembled there (--host-data: copied from the host)\n",
                 data_device.str().c_str());
-  if (!f.run.resume.empty())
+  EvalResult result;  // of the last evaluation
+  examples::DivergenceGuard guard(save_path, job.get());
+  if (!f.run.resume.empty()) {
+    guard.saved(start.epoch, start.epoch_step);  // what the file holds already
+    const std::string bound_note = guard.resumed(resumed, f.run.resume);
+    if (!bound_note.empty()) resume_notes.push_back(bound_note);
     std::printf("mnist: resuming %s %s; saving to %s\n", f.run.resume.c_str(),
                 examples::describe_position(start, batches).c_str(), save_path.c_str());
+    for (const std::string& note : resume_notes) std::printf("mnist: %s\n", note.c_str());
+  }
   std::fflush(stdout);
   if (start.epoch >= f.epochs) {
     std::printf("mnist: %s already holds the whole run (%s): nothing to do\n", f.run.resume.c_str(),
@@ -555,15 +589,14 @@ int train(const TrainFlags& f) {
   std::unique_ptr<mnist::GraphedTrainStep> graphed;
   if (use_cuda_graph) graphed = std::make_unique<mnist::GraphedTrainStep>(*model, optimizer, device);
 
-  EvalResult result;  // of the last evaluation
-  examples::DivergenceGuard guard(save_path, job.get());
-  if (!f.run.resume.empty()) guard.saved(start.epoch, start.epoch_step);  // what the file holds already
   // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
   // calls it (rank 0 writes), after the guard has checked what is saved.
   const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra) {
     if (root) {
       examples::Metadata meta = examples::resumable_metadata(settings, f.seed, at);
       meta["normalization"] = str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd);
+      for (const auto& [key, value] : examples::fingerprint_metadata(data.fingerprints)) meta[key] = value;
+      for (const auto& [key, value] : guard.metadata()) meta[key] = value;
       for (const auto& [key, value] : extra) meta[key] = value;
       save_checkpoint(save_path, *model, &optimizer, meta);
       if (at.mid_epoch())
@@ -615,7 +648,7 @@ int train(const TrainFlags& f) {
         stats.flush();
         const examples::RunPosition at{epoch - 1, epoch_step, run_step, dp ? dp->sum(stats.sums()) : stats.sums()};
         examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics, if it had any
-          guard.check_model(*model, epoch, run_step, optimizer.lr());
+          guard.check_state(*model, &optimizer, epoch, run_step, optimizer.lr());
           guard.agree();
           if (decision.save) save(at, {});
         });
@@ -627,7 +660,7 @@ int train(const TrainFlags& f) {
     }
     stats.flush();
     if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any: checked, evaluated, saved
-    guard.check_model(*model, epoch, run_step, optimizer.lr());
+    guard.check_state(*model, &optimizer, epoch, run_step, optimizer.lr());
     guard.agree();
     if (dp) stats.sum_over_ranks(*dp);
     if (scheduler && !per_batch_schedule) scheduler->step();
@@ -731,6 +764,10 @@ int eval(const std::string& model_path, const std::string& data, const std::stri
   options.batch_size = eval_batch_size(device);
   DataLoader loader(test_set, options);
   const EvalResult r = evaluate(*model, loader, device);
+  // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not
+  // numbers, and neither is the loss.
+  MINIDL_CHECK(std::isfinite(r.loss), "'", model_path, "' gives a test loss of ", number_str(r.loss),
+               ": its outputs are NaN or infinite (weights of a run that diverged); train again");
   std::printf("test loss: %.4f\ntest accuracy: %s (%lld/%lld)\n", r.loss, percent(r.accuracy).c_str(),
               static_cast<long long>(r.correct), static_cast<long long>(r.count));
   return 0;
@@ -767,6 +804,9 @@ int predict(const std::string& model_path, const std::vector<std::string>& image
       bool inverted = false;
       const Tensor x = image_as_input(path, inverted);
       const std::vector<float> p = softmax((*model)(x.to(device)), 1).to_vector<float>();
+      for (float v : p)
+        MINIDL_CHECK(std::isfinite(v), path, ": the model's probabilities are ", number_str(v), ": '", model_path,
+                     "' holds weights of a run that diverged; train again");
       int best = 0;
       for (int d = 1; d < 10; ++d)
         if (p[d] > p[best]) best = d;
@@ -788,6 +828,7 @@ int predict(const std::string& model_path, const std::vector<std::string>& image
 int predict_csv(const std::string& model_path, const std::string& csv, const std::string& out,
                 const std::string& device_flag, const std::vector<std::string>& kernels) {
   select_kernels_from_flags(kernels);
+  check_outputs_are_not_inputs({{"--out", out}}, {{"--model", model_path}, {"--csv", csv}});
   const SavePath target = prepare_checkpoint_path(out, "--out");
   if (target.stale_removed > 0)
     std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted writes\n", target.stale_removed,
@@ -809,7 +850,11 @@ int predict_csv(const std::string& model_path, const std::string& csv, const std
     const uint8_t* from = file.images.data() + first * 28 * 28;
     for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = mnist_normalize(from[i]);
     const Tensor x = from_data(pixels.data(), {n, 1, 28, 28}, Device::cpu());
-    const std::vector<int64_t> digits = argmax((*model)(x.to(device)), 1).to_vector<int64_t>();
+    const Tensor logits = (*model)(x.to(device));
+    const NonFinite bad = first_non_finite(logits);
+    MINIDL_CHECK(!bad.found(), csv, ": the model's output for row ", first + bad.index / 10 + 1, " is ",
+                 number_str(bad.value), ": '", model_path, "' holds weights of a run that diverged; nothing written");
+    const std::vector<int64_t> digits = argmax(logits, 1).to_vector<int64_t>();
     for (int64_t k = 0; k < n; ++k) {
       text += str_cat(first + k + 1, ",", digits[k], "\n");
       if (file.labelled) correct += digits[k] == file.labels[first + k];
@@ -835,26 +880,30 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data", tf.data, "directory with the four MNIST files (default: the first of $MINIDL_DATA/mnist, data/mnist, ../shared/data/mnist that has them), or a CSV file in Kaggle's format (train.csv: label,pixel0,...,pixel783)");
   train_cmd->add_option("--device", tf.device, "auto, cpu or cuda[:N]")->capture_default_str();
   train_cmd->add_option("--epochs", tf.epochs, "passes over the training data")->capture_default_str()
-      ->check(at_least(1));
-  train_cmd->add_option("--batch", tf.batch, "batch size")->capture_default_str()->check(at_least(1));
+      ->check(number_in(FlagRange::whole<int>(1)));
+  train_cmd->add_option("--batch", tf.batch, "batch size")->capture_default_str()
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   train_cmd->add_option("--lr", tf.lr, "Adam learning rate (the peak of the one-cycle schedule)")
       ->capture_default_str()
-      ->check(finite_positive());
+      ->check(number_in(FlagRange::above(0)));
   train_cmd->add_option("--weight-decay", tf.weight_decay, "decoupled weight decay (AdamW) when > 0; 0: Adam")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(FlagRange::real(0, 1)));
   train_cmd->add_option("--schedule", tf.schedule, "learning-rate schedule")
       ->capture_default_str()
       ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
   train_cmd->add_option("--limit", tf.limit, "train on the first N training images only (0: all)")
-      ->capture_default_str()->check(at_least(0));
+      ->capture_default_str()->check(number_in(FlagRange::whole<int64_t>(0)));
   train_cmd->add_option("--val-split", tf.val_split,
                         "hold out this fraction of the training images, stratified by class and chosen by --seed, "
                         "and evaluate on it after every epoch instead of the test set (default: 0.1 for a CSV "
                         "file, which has no labelled test set; 0 for the IDX files)")
-      ->check(at_least_and_below(0, 1));
-  train_cmd->add_option("--seed", tf.seed, "seed of initialisation, shuffling and dropout")->capture_default_str();
-  train_cmd->add_option("--metrics", tf.metrics, "write one JSON object per epoch to FILE (JSON Lines)")
+      ->check(number_in(FlagRange::real(0, 1).excluding_hi()));
+  train_cmd->add_option("--seed", tf.seed, "seed of initialisation, shuffling and dropout")->capture_default_str()
+      ->check(number_in(FlagRange::whole<uint64_t>(0)));
+  train_cmd->add_option("--metrics", tf.metrics, 
+                  "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
+                  "appended to by --resume; any other file is refused)")
       ->check(non_empty());
   examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --save-every, --stop-after-*
   train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
@@ -868,7 +917,7 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--target-accuracy", tf.target_accuracy,
                         "stop after the first evaluation whose accuracy reaches A (a fraction, e.g. 0.99) and "
                         "report the time since the model was created; exit 4 if no epoch reaches it")
-      ->check(fraction());
+      ->check(number_in(FlagRange::real(0, 1).excluding_lo().with_note("a fraction, e.g. 0.99")));
   train_cmd->add_option("--model", tf.model,
                         "mnist_cnn (the classic PyTorch example's CNN) or mnist_cnn_bn (smaller, with batch norm: the "
                         "fast recipe's; examples/mnist/model.h)")
@@ -922,7 +971,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::fprintf(stderr, "mnist: %s\nRun `mnist --help` or `mnist <command> --help` for usage.\n", e.what());
+    std::fprintf(stderr, "mnist: %s\nRun `mnist --help` or `mnist <command> --help` for usage.\n",
+                 examples::parse_error_message(e).c_str());
     return 2;
   }
 
@@ -940,6 +990,8 @@ int main(int argc, char** argv) {
       return predict(model_path, images, device, kernels);
     }
     if (*bench_cmd.app) return bench_cmd.run();
+  } catch (const OutputIsInputError& e) {
+    return dist::report_error(e, "mnist", 2);  // an output names an input: a usage error (nn/files.h)
   } catch (const NonFiniteError& e) {
     // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
     // a job, when only this rank found it, the whole job ends with that status.
