@@ -1,8 +1,7 @@
 // fuzz/make_corpus.cpp — writes the seed inputs of the fuzz targets: fuzz_make_corpus DIR writes
 // DIR/<target>/<name>, a few small valid (and some nearly valid) files of each format, made by minidl's
 // own writers so they follow the formats as the code does (the bench's specs from its own tables). The
-// committed seeds under fuzz/corpus/ were
-// written by it (`make fuzz-corpus` rewrites them).
+// committed seeds under fuzz/corpus/ were written by it (`make fuzz-corpus` rewrites them).
 #include <stb_image_write.h>
 #include <stb_truetype.h>
 #include <zlib.h>
