@@ -212,6 +212,17 @@ const TextSetting nccl_library("MINIDL_NCCL_LIBRARY", "a path to libnccl.so.2", 
                                "the NCCL library --distributed loads for GPUs");
 const TextSetting data("MINIDL_DATA", "a folder", "none",
                        "a folder whose mnist/ subfolder holds the four MNIST files (searched before data/mnist)");
+// "off", 0, or a number of seconds from 1 to a week: below 1 s a healthy step could time out.
+void check_dist_timeout(const std::string& value) {
+  if (value == "off") return;
+  double seconds = 0;
+  if (!parse_finite_number(value, seconds)) throw Error("not a number of seconds");
+  if (seconds != 0 && (seconds < 1 || seconds > 604800)) throw Error("out of range");
+}
+const TextSetting dist_timeout("MINIDL_DIST_TIMEOUT", "0 or off (wait forever), or a number of seconds from 1 to 604800",
+                               "600", "--distributed: how long a rank waits in a collective before it ends the job, "
+                               "naming the silent ranks (mpi backend and the process layer)",
+                               check_dist_timeout);
 const TextSetting captcha_font("MINIDL_CAPTCHA_FONT", "a path to a TrueType font", "DejaVu Sans from fonts-dejavu-core",
                                "the font the captcha generator draws with");
 
@@ -222,13 +233,20 @@ const std::vector<const Setting*>& all_settings() {
       &settings::kernels,     &settings::log_dispatch,      &settings::profile,        &settings::check_numerics,
       &settings::fuse_relu,   &settings::tf32,              &settings::cuda_memory_limit, &settings::v8_config,
       &settings::dist_bucket_mb, &settings::dist_overlap,   &settings::nccl_library,   &settings::data,
-      &settings::captcha_font,
+      &settings::dist_timeout, &settings::captcha_font,
   };
   return table;
 }
 
 void check_settings() {
   for (const Setting* s : all_settings()) s->check();
+}
+
+double dist_timeout_seconds() {
+  const std::string value = settings::dist_timeout.read();  // checked
+  if (value.empty()) return 600;
+  if (value == "off") return 0;
+  return std::strtod(value.c_str(), nullptr);
 }
 
 std::string describe_setting(const Setting& setting) {

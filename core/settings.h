@@ -143,6 +143,7 @@ extern const SwitchSetting dist_overlap;       // MINIDL_DIST_OVERLAP    all-red
 extern const TextSetting nccl_library;         // MINIDL_NCCL_LIBRARY    path of libnccl.so.2
 extern const TextSetting data;                 // MINIDL_DATA            folder that holds mnist/
 extern const TextSetting captcha_font;         // MINIDL_CAPTCHA_FONT    TrueType font of the captchas
+extern const TextSetting dist_timeout;         // MINIDL_DIST_TIMEOUT    seconds a rank waits in a collective
 }  // namespace settings
 
 // Every setting, in the order `minidl info` and the README list them.
@@ -159,5 +160,9 @@ std::string describe_setting(const Setting& setting);
 // whole string must be a number; nullopt-style: false when it is not.
 bool parse_whole_integer(const std::string& text, int64_t& value);
 bool parse_finite_number(const std::string& text, double& value);
+
+// MINIDL_DIST_TIMEOUT's value in seconds: 600 when unset, 0 (wait forever) for "0" or "off", else the
+// number (1 to 604800, a week). Throws the setting's Error for anything else.
+double dist_timeout_seconds();
 
 }  // namespace minidl

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/settings.h"
 #include "dist/backends.h"
 
 namespace minidl {
@@ -26,14 +27,14 @@ void bind(void* handle, const char* name, F& slot, std::string& error) {
 
 Loaded load() {
   Loaded out;
-  const char* configured = std::getenv("MINIDL_NCCL_LIBRARY");
-  const std::string path = configured && *configured ? configured : "libnccl.so.2";
+  const std::string configured = settings::nccl_library.read();  // MINIDL_NCCL_LIBRARY (core/settings.h)
+  const std::string path = configured.empty() ? "libnccl.so.2" : configured;
   out.library.path = path;
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* why = dlerror();
     out.error = str_cat(why ? why : path + ": dlopen failed",  // dlerror's text starts with the path
-                        configured ? "" : "; set MINIDL_NCCL_LIBRARY to its path, or add its directory to "
+                        !configured.empty() ? "" : "; set MINIDL_NCCL_LIBRARY to its path, or add its directory to "
                                           "LD_LIBRARY_PATH (pip's nvidia-nccl-cu* puts it in "
                                           "site-packages/nvidia/nccl/lib)");
     return out;

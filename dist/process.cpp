@@ -1,42 +1,16 @@
 #include "dist/process.h"
 
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/settings.h"
 #include "dist/backends.h"
 
 namespace minidl {
 namespace dist {
 
-double parse_collective_timeout(const std::string& text) {
-  const auto refuse = [&] {
-    return Error(str_cat("MINIDL_DIST_TIMEOUT: '", text, "' is not a number of seconds; use a decimal number from "
-                         "1 to ", kMaxCollectiveTimeout, " (a week), or 0 or off to wait forever (default ",
-                         kDefaultCollectiveTimeout, ")"));
-  };
-  if (text == "off") return 0;
-  // Digits, then optionally a point and digits: no sign, exponent, space, hexadecimal, inf or nan.
-  size_t i = 0;
-  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-  const size_t integer_digits = i;
-  if (i < text.size() && text[i] == '.') {
-    const size_t point = i++;
-    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
-    if (i == point + 1) throw refuse();
-  }
-  if (integer_digits == 0 || i != text.size() || integer_digits > 9) throw refuse();
-  const double seconds = std::strtod(text.c_str(), nullptr);
-  if (seconds == 0) return 0;
-  if (seconds < 1 || seconds > kMaxCollectiveTimeout) throw refuse();
-  return seconds;
-}
-
 double collective_timeout() {
-  static const double seconds = [] {
-    const char* text = std::getenv("MINIDL_DIST_TIMEOUT");
-    return text ? parse_collective_timeout(text) : kDefaultCollectiveTimeout;
-  }();
+  static const double seconds = dist_timeout_seconds();  // MINIDL_DIST_TIMEOUT (core/settings.h)
   return seconds;
 }
 

@@ -52,17 +52,11 @@ int max_over_ranks(int mine);
 //   (all_reduce_async); silent rank(s), no answer within 10 s: 1 (host h). Stopping the job (exit status 5).
 // then end the job with MPI_Abort and kExitCollectiveTimeout (mpirun exits with it). Not the nccl backend's
 // collectives, which wait on the GPU (docs/distributed.md, "When a rank stops answering").
-constexpr double kDefaultCollectiveTimeout = 600;      // seconds: far beyond any healthy wait
-constexpr double kMaxCollectiveTimeout = 7 * 86400;    // a week
 constexpr int kExitCollectiveTimeout = 5;
 
-// MINIDL_DIST_TIMEOUT in seconds (kDefaultCollectiveTimeout when unset; 0: wait forever), read on the
-// first call. Throws an Error naming the variable when its value is not one parse_collective_timeout takes.
+// MINIDL_DIST_TIMEOUT in seconds (600 when unset, far beyond any healthy wait; 0: wait forever), read on
+// the first call through the settings table (core/settings.h), which refuses a malformed value.
 double collective_timeout();
-// The whole text must be a plain decimal number of seconds from 1 to kMaxCollectiveTimeout ("5", "90.5"),
-// or "0" or "off" for no timeout (returns 0). Anything else ("5abc", "inf", "nan", "-1", "1e3", " 5", "")
-// throws an Error naming MINIDL_DIST_TIMEOUT and the accepted values.
-double parse_collective_timeout(const std::string& text);
 
 // An error every rank raises together: one or more ranks found a problem and all of them stop, so no
 // rank is left waiting in a collective. Programs print it once (rank 0) and every rank exits normally

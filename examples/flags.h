@@ -119,10 +119,6 @@ inline CLI::Validator number_in(FlagRange range) {
   return CLI::Validator([range](std::string& text) { return range.check(text); }, "");
 }
 
-// A real number of at least `min`, as number_in(FlagRange::real(min)) says it. Only for tools/minidl.cpp
-// (`minidl compare --epochs`, `--cpu-limit`) until its flags move to number_in; use number_in.
-inline CLI::Validator at_least(double min) { return number_in(FlagRange::real(min)); }
-
 // A flag check for file names: `--save ""` would otherwise mean "no file" and silently save nothing.
 inline CLI::Validator non_empty() {
   return CLI::Validator(

@@ -29,6 +29,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/settings.h"
 #include "core/philox.h"
 #include "nn/font_file.h"
 
@@ -583,7 +584,7 @@ void check_captcha_options(const CaptchaOptions& o) {
 }
 
 std::string find_captcha_font() {
-  if (const char* env = std::getenv("MINIDL_CAPTCHA_FONT"); env != nullptr && *env != '\0') {
+  if (const std::string env = settings::captcha_font.read(); !env.empty()) {  // MINIDL_CAPTCHA_FONT
     load_font(env, "captcha: MINIDL_CAPTCHA_FONT");  // refuses a missing, non-regular or damaged file
     return env;
   }

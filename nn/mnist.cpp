@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "core/settings.h"
 #include "nn/idx.h"
 
 namespace minidl {
@@ -42,7 +43,7 @@ std::vector<std::string> missing_in(const std::string& dir) {
 std::vector<std::string> mnist_search_dirs(const std::string& data_flag) {
   if (!data_flag.empty()) return {data_flag};
   std::vector<std::string> dirs;
-  if (const char* env = std::getenv("MINIDL_DATA"); env && *env) dirs.push_back(std::string(env) + "/mnist");
+  if (const std::string env = settings::data.read(); !env.empty()) dirs.push_back(env + "/mnist");  // MINIDL_DATA
   dirs.push_back("data/mnist");
   dirs.push_back("../shared/data/mnist");
   return dirs;

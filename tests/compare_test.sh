@@ -80,12 +80,32 @@ case $case_name in
     expect 2 "--bogus" "$minidl" bench --bogus
     expect 2 "minidl: bench --shape conv2d:2x3x7x6,4x3x3x2,s0: stride 's0' must be at least 1" \
       "$minidl" bench --shape conv2d:2x3x7x6,4x3x3x2,s0
+    # Every numeric flag through the one validator (examples/flags.h), named with its range; a repeated flag named.
+    expect 2 "minidl: --repeat: must be a whole number from 1 to 1000000, got 0" "$minidl" bench --repeat 0
+    expect 2 "minidl: --budget: must be a finite number above 0 (seconds), got nan" "$minidl" bench --budget nan
+    expect 2 "minidl: --seed: must be a whole number from 0 to 18446744073709551615, got -1" \
+      "$minidl" compare --seed -1
+    expect 2 "minidl: --epochs: must be a whole number from 1 to 2147483647, got 0" "$minidl" compare --epochs 0
+    expect 2 "minidl: --epochs was given twice: give it once" "$minidl" compare --epochs 1 --epochs 2
+    expect 2 "MINIDL_PROFILE='maybe' is not valid" env MINIDL_PROFILE=maybe "$minidl" kernels
+    # An output never replaces an input (nn/files.h): plot's -o onto one of its metrics files, through a
+    # hard link too; compare's --out inside --data; bench's --json onto a file that is not a metrics log.
+    cp "$out/cpu.jsonl" "$dir/keep.jsonl"
+    ln "$dir/keep.jsonl" "$dir/keep-link.jsonl"
+    expect 2 "-o '$dir/keep-link.jsonl' is the same file as METRICS '$dir/keep.jsonl': refusing to overwrite an input" \
+      "$minidl" plot "$dir/keep.jsonl" -o "$dir/keep-link.jsonl"
+    cmp -s "$out/cpu.jsonl" "$dir/keep.jsonl" || fail "plot -o onto its input changed the input"
+    expect 2 "--out '$dir/mnist/o' is inside the folder --data '$dir/mnist'" \
+      "$minidl" compare --data "$dir/mnist" --out "$dir/mnist/o"
+    printf 'not a metrics log\n' >"$dir/model.ckpt"
+    expect 2 "--json" "$minidl" bench --op relu --json "$dir/model.ckpt"
+    [ "$(cat "$dir/model.ckpt")" = "not a metrics log" ] || fail "bench --json changed a file that is not a metrics log"
     # A FIFO is refused, not read (reading it would block forever): timeout makes a hang a failure.
     mkfifo "$dir/fifo.jsonl"
     expect 1 "minidl: metrics log: '$dir/fifo.jsonl' is a FIFO (named pipe), not a file" \
       timeout 10 "$minidl" plot "$dir/fifo.jsonl" -o "$dir/x.svg"
     [ -e "$dir/x.svg" ] && fail "plot wrote an SVG from a FIFO"
-    expect 1 "minidl: metrics log: '$dir' is a directory, not a file" "$minidl" plot "$dir" -o "$dir/x.svg"
+    expect 1 "minidl: metrics log: '$dir/mnist' is a directory, not a file" "$minidl" plot "$dir/mnist" -o "$dir/x.svg"
     # A run that fails: compare stops with exit 1 and names the run's log.
     expect 1 "run failed (exit status 1); its output is in $dir/o3/" "$minidl" compare --data "$dir/none" \
       --out "$dir/o3"

@@ -379,9 +379,12 @@ TEST_CASE("compare: bad options fail before anything runs", "[compare]") {
 TEST_CASE("compare: a real mnist run on a fixture with --cpu-limit: the table, both files, a failing run",
           "[compare]") {
   TempDir dir;
-  write_mnist_fixture(dir.path, 300, 50);
+  // The data in a folder of its own: an output inside the --data folder is refused (nn/files.h).
+  const std::string data = dir.file("data");
+  std::filesystem::create_directory(data);
+  write_mnist_fixture(data, 300, 50);
   CompareOptions o;
-  o.data = dir.path;
+  o.data = data;
   o.epochs = 1;
   o.cpu_limit = 128;
   o.out = dir.file("out");
@@ -399,14 +402,14 @@ TEST_CASE("compare: a real mnist run on a fixture with --cpu-limit: the table, b
     CHECK_THAT(printed, !Catch::Contains("[gpu] "));
   }
   CHECK_THAT(printed, Catch::Contains("[cpu] mnist: device cpu (--device cpu)"));
-  CHECK_THAT(printed, Catch::Contains("[cpu] mnist: data from " + dir.path + ": 128 training images (--limit)"));
+  CHECK_THAT(printed, Catch::Contains("[cpu] mnist: data from " + data + ": 128 training images (--limit)"));
   CHECK_THAT(printed, Catch::Contains("[cpu] final test accuracy"));
 
   const std::string table = read_text(o.out + "/table.md");
   CHECK_THAT(printed, Catch::Contains(table));
   CHECK_THAT(table, Catch::Contains("| training images per epoch |"));
   CHECK_THAT(table, Catch::Contains(" 128 (--cpu-limit) |"));
-  CHECK_THAT(table, Catch::Contains("--device cpu --seed 1 --metrics " + o.out + "/cpu.jsonl --data " + dir.path +
+  CHECK_THAT(table, Catch::Contains("--device cpu --seed 1 --metrics " + o.out + "/cpu.jsonl --data " + data +
                                     " --epochs 1 --limit 128 --batch 32"));
   CHECK_THAT(table, Catch::Contains(why.empty() ? "Speed-up per image" : "No GPU run: " + why));
 

@@ -23,6 +23,8 @@
 
 #include "core/autograd.h"
 #include "core/random.h"
+#include "core/settings.h"
+#include "tests/env_scope.h"
 #include "dist/communicator.h"
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
@@ -331,24 +333,22 @@ TEST_CASE("DivergenceGuard: alone, the first non-finite loss throws at once", "[
   CHECK_NOTHROW(guard.agree());
 }
 
-TEST_CASE("MINIDL_DIST_TIMEOUT: a plain number of seconds from 1 to a week, or 0 or off", "[dist]") {
-  CHECK(dist::parse_collective_timeout("600") == 600);
-  CHECK(dist::parse_collective_timeout("5") == 5);
-  CHECK(dist::parse_collective_timeout("1") == 1);
-  CHECK(dist::parse_collective_timeout("90.5") == 90.5);
-  CHECK(dist::parse_collective_timeout("604800") == 604800);
-  CHECK(dist::parse_collective_timeout("0") == 0);
-  CHECK(dist::parse_collective_timeout("0.0") == 0);
-  CHECK(dist::parse_collective_timeout("off") == 0);
-  for (const char* bad : {"", "5abc", "abc", "inf", "nan", "-1", "+5", "1e3", " 5", "5 ", "0.5", "604801", "1e400",
-                          "0x10", "5.", ".5", "99999999999", "OFF", "no"}) {
-    INFO("'" << bad << "'");
-    CHECK_THROWS_WITH(dist::parse_collective_timeout(bad),
-                      std::string("MINIDL_DIST_TIMEOUT: '") + bad +
-                          "' is not a number of seconds; use a decimal number from 1 to 604800 (a week), or 0 "
-                          "or off to wait forever (default 600)");
+TEST_CASE("MINIDL_DIST_TIMEOUT: a number of seconds from 1 to a week, or 0 or off", "[dist][settings]") {
+  const std::vector<std::pair<const char*, double>> good = {{"600", 600}, {"5", 5},   {"1", 1},     {"90.5", 90.5},
+                                                            {"604800", 604800}, {"0", 0}, {"0.0", 0}, {"off", 0}};
+  for (const auto& [text, seconds] : good) {
+    testing::EnvScope v("MINIDL_DIST_TIMEOUT", text);
+    CHECK(dist_timeout_seconds() == seconds);
   }
-  if (!std::getenv("MINIDL_DIST_TIMEOUT")) CHECK(dist::collective_timeout() == dist::kDefaultCollectiveTimeout);
+  for (const char* bad : {"5abc", "abc", "inf", "nan", "-1", " 5", "5 ", "0.5", "604801", "1e400", "0x10", "OFF", "no"}) {
+    INFO("'" << bad << "'");
+    testing::EnvScope v("MINIDL_DIST_TIMEOUT", bad);
+    CHECK_THROWS_WITH(dist_timeout_seconds(),
+                      Catch::StartsWith(std::string("MINIDL_DIST_TIMEOUT='") + bad + "' is not valid") &&
+                          Catch::Contains("expected 0 or off (wait forever), or a number of seconds from 1 to 604800"));
+  }
+  testing::EnvScope unset("MINIDL_DIST_TIMEOUT", "");
+  CHECK(dist_timeout_seconds() == 600);
 }
 
 // ================================================================== collectives, for every backend

@@ -83,7 +83,7 @@ TEST_CASE("settings: integers and numbers must be whole, finite and in range", "
   CHECK_FALSE(parse_finite_number("0x10", d));
 }
 
-TEST_CASE("settings: text settings check their syntax; check_environment refuses every malformed one", "[settings]") {
+TEST_CASE("settings: text settings check their syntax, and check_environment refuses every malformed one", "[settings]") {
   {
     EnvScope v("MINIDL_KERNELS", "matmul=naive,,conv2d=im2col_blas");
     CHECK_THROWS_WITH(settings::kernels.read(), Catch::Contains("MINIDL_KERNELS=") &&
@@ -106,7 +106,7 @@ TEST_CASE("settings: text settings check their syntax; check_environment refuses
   CHECK_NOTHROW(check_environment());
 }
 
-TEST_CASE("settings: minidl info shows every setting; the README lists exactly the table", "[settings]") {
+TEST_CASE("settings: minidl info shows every setting, and the README lists exactly the table", "[settings]") {
   const std::string report = settings_report();
   for (const Setting* s : all_settings()) CHECK_THAT(report, Catch::Contains(s->name()) && Catch::Contains(s->meaning()));
   {

@@ -62,7 +62,7 @@ MetricsLog parse_metrics_log(const std::string& text, const std::string& name) {
 
 MetricsLog read_metrics_log(const std::string& path) {
   // A regular file only: a FIFO would block the reader forever, a folder or a device is named as such.
-  const std::vector<uint8_t> bytes = read_regular_file(path, "metrics log", kMaxMetricsLogBytes);
+  const std::vector<uint8_t> bytes = read_regular_file(path, "metrics log", kMaxPlottedLogBytes);
   return parse_metrics_log(std::string(bytes.begin(), bytes.end()), path);
 }
 

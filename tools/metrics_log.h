@@ -42,9 +42,9 @@ struct MetricsLog {
 // a record with a number.
 MetricsLog parse_metrics_log(const std::string& text, const std::string& name);
 // Reads and parses the file; throws an Error naming it when it cannot be read, when it is not a regular
-// file (a folder, a FIFO, a device: nn/files.h), or when it is larger than kMaxMetricsLogBytes.
+// file (a folder, a FIFO, a device: nn/files.h), or when it is larger than kMaxPlottedLogBytes.
 MetricsLog read_metrics_log(const std::string& path);
 // A log gets one line of a few hundred bytes per epoch: a gigabyte is millions of epochs.
-constexpr uint64_t kMaxMetricsLogBytes = uint64_t(1) << 30;
+constexpr uint64_t kMaxPlottedLogBytes = uint64_t(1) << 30;
 
 }  // namespace minidl

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/info.h"
 #include "dist/communicator.h"
@@ -25,6 +26,8 @@
 #include "tools/kernel_table.h"
 #include "tools/plot.h"
 #include "tools/settings.h"
+#include "nn/files.h"
+#include "nn/metrics.h"
 
 using namespace minidl;
 
@@ -69,9 +72,11 @@ int main(int argc, char** argv) {
                                            "5e8 FLOP runs only when named)");
   bench->add_option("--device", b.device, "cpu, cuda or cuda:N (default cpu)");
   bench->add_option("--shape", b.shapes, "KEY:SPEC, replacing the key's default shapes (repeatable; syntax below)");
-  bench->add_option("--repeat", b.repeat, "timed calls per kernel and shape, at most (default 20)");
+  bench->add_option("--repeat", b.repeat, "timed calls per kernel and shape, at most (default 20)")
+      ->check(examples::number_in(examples::FlagRange::whole<int>(1, 1000000)));
   bench->add_option("--budget", b.budget_seconds,
-                    "seconds of timed calls per kernel and shape before fewer are made (default 0.25)");
+                    "seconds of timed calls per kernel and shape before fewer are made (default 0.25)")
+      ->check(examples::number_in(examples::FlagRange::above(0).with_note("seconds")));
   bench->add_option("--json", b.json_path, "also write JSON Lines to FILE (a machine record, then one per kernel)");
   bench->add_option("--svg", b.svg_path, "also draw GFLOP/s bars and a roofline to FILE");
   std::string bench_precision;
@@ -86,12 +91,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"mnist", "captcha"}));
   compare->add_option("--data", c.data, "--data for both runs (default: each program finds its own)");
   compare->add_option("--epochs", c.epochs, "epochs of both runs (default: the program's, mnist 3, captcha 20)")
-      ->check(examples::at_least(1));
+      ->check(examples::number_in(examples::FlagRange::whole<int>(1)));
   compare->add_option("--cpu-limit", c.cpu_limit,
                       "train the CPU on N images per epoch (mnist --limit, captcha --epoch-size: the speed-up per "
                       "image stays fair, the CPU's accuracy is then not comparable; 0: no limit)")
-      ->check(examples::at_least(0));
-  compare->add_option("--seed", c.seed, "--seed of both runs")->capture_default_str();
+      ->check(examples::number_in(examples::FlagRange::whole<int64_t>(0)));
+  compare->add_option("--seed", c.seed, "--seed of both runs")
+      ->capture_default_str()
+      ->check(examples::number_in(examples::FlagRange::whole<uint64_t>(0)));
   compare->add_option("--out", c.out, "folder for table.md, curves.svg, the runs' metrics and logs")
       ->capture_default_str();
   compare->add_option("flags", c.extra, "after --: more flags for both runs (-- --batch 128 --lr 1e-3)");
@@ -115,14 +122,30 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
     // A flag error exits 2, as in mnist and captcha (CLI11's own codes, 105 to 115, mean nothing to a shell).
-    std::fprintf(stderr, "minidl: %s\nRun `minidl --help` or `minidl <command> --help` for usage.\n", e.what());
+    std::fprintf(stderr, "minidl: %s\nRun `minidl --help` or `minidl <command> --help` for usage.\n",
+                 examples::parse_error_message(e).c_str());
     return 2;
   }
   // Flag values CLI11 cannot check alone are usage errors too: exit 2, before any work.
   try {
-    if (*bench)
+    // Every MINIDL_* variable (core/settings.h); `info` shows a bad one as INVALID instead.
+    if (!*info) check_environment();
+    if (*bench) {
       for (const std::string& shape : b.shapes) bench::check_shape_flag(shape);
-    if (*compare) check_compare_options(c);
+      // Outputs only: the two must not be one file, and --json must not land on a file that is not a
+      // metrics log (a checkpoint given by mistake).
+      check_outputs_are_not_inputs({{"--json", b.json_path}, {"--svg", b.svg_path}}, {});
+      if (!b.json_path.empty()) check_metrics_log(b.json_path, "--json");
+    }
+    if (*compare) {
+      check_compare_options(c);
+      check_outputs_are_not_inputs({{"--out", c.out}}, {{"--data", c.data}});
+    }
+    if (*plot_cmd) {
+      std::vector<NamedPath> inputs;
+      for (const std::string& f : plot_files_given) inputs.push_back({"METRICS", f});
+      check_outputs_are_not_inputs({{"-o", plot_out}}, inputs);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minidl: %s\n", e.what());
     return 2;
