@@ -36,8 +36,8 @@ std::string checkpoint_input(const uint8_t* data, size_t size);
 // labelled, rows labels 0..9 (otherwise std::logic_error: a bug).
 std::string image_csv_input(const uint8_t* data, size_t size);
 
-// A captcha folder (nn/captcha_data.h load_captcha_folder, 8x4 input, one decoding thread), chosen by the
-// first byte modulo 3; the rest is
+// A captcha folder (examples/data/captcha_data.h load_captcha_folder, 8x4 input, one decoding thread),
+// chosen by the first byte modulo 3; the rest is
 //   0: the folder's labels.csv; the folder holds a few fixed files (A1_0.png, B2.jpg, bad.png, notes.txt);
 //   1: the same with the charset "AB12" and length 2 given;
 //   2: up to 16 file names, one per line, created in an empty folder (names with an image extension
@@ -46,9 +46,10 @@ std::string image_csv_input(const uint8_t* data, size_t size);
 std::string captcha_folder_input(const uint8_t* data, size_t size);
 
 // The bytes as a TrueType font: checked and drawn as the captcha generator checks and draws a font
-// (nn/captcha_gen.h draw_font_glyphs: nn/font_file.h's checks, then stb_truetype), every printable ASCII
-// character at 24 pixels per em. What is accepted must also pass stbtt_InitFont, and the checker's
-// character lookup must give the glyphs stbtt_FindGlyphIndex gives (otherwise std::logic_error: a bug).
+// (examples/data/captcha_gen.h draw_font_glyphs: examples/data/font_file.h's checks, then stb_truetype),
+// every printable ASCII character at 24 pixels per em. What is accepted must also pass stbtt_InitFont,
+// and the checker's character lookup must give the glyphs stbtt_FindGlyphIndex gives (otherwise
+// std::logic_error: a bug).
 std::string font_input(const uint8_t* data, size_t size);
 
 }  // namespace minidl::fuzz

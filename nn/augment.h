@@ -17,7 +17,7 @@
 // scales every range and probability (0: every transform is the identity). Geometry moves pixels in
 // from outside the image: those take the value of the nearest edge pixel (clamp to edge).
 //
-// Images are float [3, H, W] (CHW) with values in [0, 1], as nn/captcha_data.h makes them. Randomness:
+// Images are float [3, H, W] (CHW) with values in [0, 1], as examples/data/captcha_data.h makes them. Randomness:
 // the variant of sample i in epoch e is a pure function of (seed, e, i) (Philox, core/philox.h), drawn
 // independently of the global random stream, of the batch it is in, of threads and of processes. So a run
 // is reproducible, a --resume'd run sees the very variants the uninterrupted run would have seen, and a

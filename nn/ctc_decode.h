@@ -5,7 +5,7 @@
 // sequence (that sums over alignments: beam search), but for well-trained models the two agree almost
 // always, and it is what the captcha_break recipe uses.
 //
-// Class numbering (shared with nn/captcha_data.h): class 0 is the blank, class k >= 1 is charset[k - 1].
+// Class numbering (shared with examples/data/captcha_data.h): class 0 is the blank, class k >= 1 is charset[k - 1].
 #pragma once
 #include <cstdint>
 #include <string>

@@ -40,7 +40,7 @@ sys.dont_write_bytecode = True  # no scripts/__pycache__ in the work tree from t
 import torch_bench_common as common  # noqa: E402  (scripts/, beside this file)
 import torch_mnist_bench as bench  # noqa: E402  (the same model)
 
-MEAN, STD = 0.1307, 0.3081  # nn/mnist.h
+MEAN, STD = 0.1307, 0.3081  # examples/data/mnist_data.h
 
 
 def read_idx(path):

@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "nn/captcha_data.h"
-#include "nn/captcha_gen.h"
+#include "examples/data/captcha_data.h"
+#include "examples/data/captcha_gen.h"
 #include "tests/test_util.h"
 
 using namespace minidl;

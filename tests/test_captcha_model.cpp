@@ -7,7 +7,7 @@
 #include "core/autograd.h"
 #include "core/random.h"
 #include "examples/captcha/model.h"
-#include "nn/captcha_data.h"
+#include "examples/data/captcha_data.h"
 #include "nn/ctc_decode.h"
 #include "nn/optim.h"
 #include "tests/test_util.h"

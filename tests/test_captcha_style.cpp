@@ -1,10 +1,10 @@
-// tests/test_captcha_style.cpp — the generator's second style, CaptchaStyle::lined (nn/captcha_gen.h): a pure
-// function of (seed, index), the asked size, unlike the classic style, and inverted (light text on a dark
-// background) in about a third of the images.
+// tests/test_captcha_style.cpp — the generator's second style, CaptchaStyle::lined
+// (examples/data/captcha_gen.h): a pure function of (seed, index), the asked size, unlike the classic
+// style, and inverted (light text on a dark background) in about a third of the images.
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
-#include "nn/captcha_gen.h"
+#include "examples/data/captcha_gen.h"
 
 using namespace minidl;
 

@@ -1,5 +1,5 @@
 // tests/test_font_file.cpp — damaged TrueType fonts are refused before stb_truetype reads them
-// (nn/font_file.h), through the captcha generator's own paths (render_captcha with a font file,
+// (examples/data/font_file.h), through the captcha generator's own paths (render_captcha with a font file,
 // MINIDL_CAPTCHA_FONT, draw_font_glyphs). Before the checks, these files crashed the generator inside
 // stb_truetype (issue 23, item 4). The damaged files are made here from DejaVu Sans; without it the
 // cases that need it are skipped with a warning.
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "nn/captcha_gen.h"
-#include "nn/font_file.h"
+#include "examples/data/captcha_gen.h"
+#include "examples/data/font_file.h"
 #include "tests/env_scope.h"
 
 using namespace minidl;

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "nn/idx.h"
-#include "nn/mnist.h"
+#include "examples/data/mnist_data.h"
 
 using namespace minidl;
 

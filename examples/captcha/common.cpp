@@ -10,7 +10,7 @@
 #include "core/autograd.h"
 #include "core/backend.h"
 #include "core/numerics.h"
-#include "nn/captcha_data.h"
+#include "examples/data/captcha_data.h"
 #include "examples/captcha/model_config.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"

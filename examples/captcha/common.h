@@ -12,7 +12,7 @@
 
 #include "examples/captcha/model.h"
 #include "examples/captcha/model_config.h"
-#include "nn/captcha_data.h"
+#include "examples/data/captcha_data.h"
 #include "nn/data.h"
 #include "nn/optim.h"
 
@@ -30,7 +30,7 @@ Command add_predict_command(CLI::App& parent);  // examples/captcha/eval.cpp
 Command add_bench_command(CLI::App& parent);    // examples/captcha/bench.cpp
 
 // ---- flags
-// The image sizes the generator draws and the model reads (nn/captcha_gen.h check_captcha_options).
+// The image sizes the generator draws and the model reads (examples/data/captcha_gen.h check_captcha_options).
 constexpr int kMinImageSide = 16, kMaxImageSide = 4096;
 // --threads: 0 (one per hardware thread) up to this many.
 constexpr int kMaxThreads = 1024;

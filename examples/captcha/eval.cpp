@@ -24,7 +24,7 @@
 #include "core/dispatch.h"
 #include "examples/captcha/common.h"
 #include "examples/flags.h"
-#include "nn/captcha_data.h"
+#include "examples/data/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
 #include "nn/image.h"

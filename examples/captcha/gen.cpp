@@ -19,7 +19,7 @@
 #include "core/error.h"
 #include "examples/captcha/common.h"
 #include "examples/flags.h"
-#include "nn/captcha_gen.h"
+#include "examples/data/captcha_gen.h"
 #include "nn/files.h"
 #include "nn/image.h"
 

@@ -78,7 +78,7 @@
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "nn/augment.h"
-#include "nn/captcha_data.h"
+#include "examples/data/captcha_data.h"
 #include "nn/checkpoint.h"
 #include "nn/ctc_decode.h"
 #include "nn/lr_schedule.h"

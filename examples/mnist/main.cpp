@@ -99,7 +99,7 @@
 #include "nn/image_csv.h"
 #include "nn/files.h"
 #include "nn/metrics.h"
-#include "nn/mnist.h"
+#include "examples/data/mnist_data.h"
 #include "nn/optim.h"
 #include "nn/progress.h"
 #include "nn/split.h"

@@ -1,4 +1,4 @@
-// nn/mnist.h — finding and loading the MNIST files.
+// examples/data/mnist_data.h — finding and loading the MNIST files.
 //
 // The four standard files (each may be gzip-compressed with a .gz suffix, or not):
 //   train-images-idx3-ubyte  train-labels-idx1-ubyte  t10k-images-idx3-ubyte  t10k-labels-idx1-ubyte

@@ -1,6 +1,6 @@
-// nn/captcha_data.cpp — reading a folder of labelled captchas, and rendering captchas on demand
-// (nn/captcha_data.h).
-#include "nn/captcha_data.h"
+// examples/data/captcha_data.cpp — reading a folder of labelled captchas, and rendering captchas on demand
+// (examples/data/captcha_data.h).
+#include "examples/data/captcha_data.h"
 
 #include <sys/stat.h>
 

@@ -1,4 +1,4 @@
-// nn/captcha_gen.cpp — the captcha generator (nn/captcha_gen.h).
+// examples/data/captcha_gen.cpp — the captcha generator (examples/data/captcha_gen.h).
 //
 // Pipeline of render_captcha, all in float RGB on a width x height canvas:
 //   1. background: one light colour, each channel uniform in [238, 255] (as ImageCaptcha does);
@@ -15,7 +15,7 @@
 //      2..4 px wide across the text (sizes for a 64 px high image, scaled with the height); then
 //      ImageCaptcha's smoothing filter (3x3, centre 5, others 1, / 13).
 // The lined style (CaptchaStyle::lined) has its own pipeline: render_lined below.
-#include "nn/captcha_gen.h"
+#include "examples/data/captcha_gen.h"
 
 #include <stb_truetype.h>
 
@@ -31,7 +31,7 @@
 #include "core/error.h"
 #include "core/settings.h"
 #include "core/philox.h"
-#include "nn/font_file.h"
+#include "examples/data/font_file.h"
 
 namespace minidl {
 
@@ -100,7 +100,7 @@ std::mutex& font_mutex() {
   return m;
 }
 
-// A font from bytes check_truetype_font accepted (nn/font_file.h: everything stb_truetype reads to draw
+// A font from bytes check_truetype_font accepted (examples/data/font_file.h: everything stb_truetype reads to draw
 // every drawable character is inside the file).
 std::unique_ptr<Font> font_from_checked_bytes(const std::string& path, std::vector<uint8_t> data,
                                               const std::string& who) {
@@ -113,7 +113,7 @@ std::unique_ptr<Font> font_from_checked_bytes(const std::string& path, std::vect
   return font;
 }
 
-// stb_truetype trusts every offset in a font, so each file is checked first (nn/font_file.h). `who`
+// stb_truetype trusts every offset in a font, so each file is checked first (examples/data/font_file.h). `who`
 // starts the error message ("captcha: font '<path>': truncated: ...").
 const Font& load_font(const std::string& path, const std::string& who = "captcha: font") {
   static std::map<std::string, std::unique_ptr<Font>> cache;
@@ -388,7 +388,7 @@ void check_text_chars(const char* what, const std::string& text) {
 }
 
 // ---------------------------------------------------------------- the lined style
-// A different site's captchas, for testing training on folders (nn/captcha_gen.h). Pipeline:
+// A different site's captchas, for testing training on folders (examples/data/captcha_gen.h). Pipeline:
 //   1. background: a horizontal gradient between two light colours (channels uniform in [200, 255]);
 //   2. one font and one dark colour for the whole captcha; each character upright but for a rotation of
 //      up to ±15° and a scale of 0.9..1.1 in x and y, em = 0.55..0.75 of the height; boxes side by side with

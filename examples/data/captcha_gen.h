@@ -1,4 +1,5 @@
-// nn/captcha_gen.h — a captcha image generator in the style of the Python `captcha` library's ImageCaptcha.
+// examples/data/captcha_gen.h — a captcha image generator in the style of the Python `captcha` library's
+// ImageCaptcha.
 //
 // Each image: a light random background; each character drawn from a TrueType font (stb_truetype) in its
 // own random dark colour, rotated (up to ±30°), scaled, warped by a random perspective (each corner of
@@ -11,7 +12,7 @@
 // of one font and one colour per captcha, spaced apart, a sine warp of the whole image, one to three
 // straight strike-through lines across the text, a two-colour gradient background, pixel noise, and in
 // about a third of the images inverted colours (light text on a dark background). See render_lined in
-// nn/captcha_gen.cpp.
+// examples/data/captcha_gen.cpp.
 //
 // Everything is a pure function of (seed, index): the n-th captcha of a seed is the same on any machine
 // with the same font, in any thread, in any order. This is what lets background threads render training
@@ -36,7 +37,7 @@ struct CaptchaOptions {
   int width = 192, height = 64;
   // TrueType files, one picked at random per character (lined: per captcha). Empty: find_captcha_font()
   // (classic); DejaVu Serif Bold and DejaVu Sans Mono Bold (lined, find_lined_captcha_fonts()). Each file
-  // is checked before stb_truetype reads it (nn/font_file.h): a damaged font is an Error naming the file.
+  // is checked before stb_truetype reads it (examples/data/font_file.h): a damaged font is an Error naming the file.
   std::vector<std::string> fonts;
   CaptchaStyle style = CaptchaStyle::classic;
 };

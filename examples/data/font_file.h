@@ -1,4 +1,4 @@
-// nn/font_file.h — checking a TrueType font file before stb_truetype reads it.
+// examples/data/font_file.h — checking a TrueType font file before stb_truetype reads it.
 //
 // stb_truetype trusts every offset, count and length in a font: a truncated or damaged file makes it read
 // far outside the buffer (a crash, or garbage drawn). This checks everything stb_truetype reads to draw

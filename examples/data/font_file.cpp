@@ -1,4 +1,5 @@
-// nn/font_file.cpp — checking a TrueType font file before stb_truetype reads it (nn/font_file.h).
+// examples/data/font_file.cpp — checking a TrueType font file before stb_truetype reads it
+// (examples/data/font_file.h).
 //
 // The checks follow stb_truetype 1.26 (stb_truetype.h): stbtt_GetFontOffsetForIndex and stbtt_InitFont
 // (the header, the table directory, the first table of each tag, the last Unicode cmap subtable),
@@ -6,7 +7,7 @@
 // (unitsPerEm), and stbtt_GetGlyphBitmap: the glyph's box from its header (the bitmap's size), then
 // stbtt__GetGlyphShapeTT (contours, flags, coordinates; composite glyphs recursively). Offsets are
 // computed in uint64_t here, so no check can wrap around.
-#include "nn/font_file.h"
+#include "examples/data/font_file.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "nn/mnist.h"
+#include "examples/data/mnist_data.h"
 
 #include <sys/stat.h>
 

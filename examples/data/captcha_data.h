@@ -1,4 +1,4 @@
-// nn/captcha_data.h — a folder of labelled captcha images as tensors, captchas rendered on demand as a
+// examples/data/captcha_data.h — a folder of labelled captcha images as tensors, captchas rendered on demand as a
 // Dataset, and labels as CTC targets.
 //
 // Folder layout (what `captcha gen` writes, and what most captcha datasets look like):
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "nn/captcha_gen.h"
+#include "examples/data/captcha_gen.h"
 #include "nn/data.h"
 #include "nn/image.h"
 
@@ -72,7 +72,7 @@ void image_to_chw(const Image& img, int width, int height, float* out);
 Tensor images_to_tensor(const std::vector<Image>& images, int width, int height);
 
 // ---- captchas rendered on demand, for training without files
-// Sample i is captcha (seed, first_index + i) of nn/captcha_gen.h: its image as [3, H, W] floats (pixel /
+// Sample i is captcha (seed, first_index + i) of examples/data/captcha_gen.h: its image as [3, H, W] floats (pixel /
 // 255, as image_to_chw) and its classes padded with 0 to options.max_length. A batch is
 // Batch{inputs [B, 3, H, W] float32, targets [B, max_length] int64}; the padding is the blank (class 0,
 // never a label), so ctc_target_lengths() recovers the lengths. get_batch renders on `threads` threads
