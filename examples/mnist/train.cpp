@@ -1,18 +1,4 @@
-// examples/mnist/main.cpp — `mnist`: train, evaluate and use a CNN on MNIST.
-//
-//   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
-//               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
-//               [--save FILE] [--save-every N] [--resume FILE [--resume-other-data]] [--stop-after-epochs N]
-//               [--stop-after-steps N]
-//               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
-//               [--target-accuracy A] [--recipe default|fast] [--model mnist_cnn|mnist_cnn_bn]
-//               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32|bf16]
-//   mnist eval --model FILE [--data DIR] [--deterministic]
-//   mnist predict --model FILE IMAGE...
-//   mnist predict --model FILE --csv test.csv --out submission.csv
-//   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE] [--cuda-graph]
-//               [--model mnist_cnn|mnist_cnn_bn] [--precision fp32|tf32|bf16]
-//               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
+// examples/mnist/train.cpp — `mnist train`: train the CNN on MNIST (flags: examples/mnist/main.cpp).
 //
 // Defaults: 3 epochs, batch 64, Adam whose lr follows a one-cycle schedule peaking at --lr 2e-3 (a short
 // warm-up, then cosine decay to almost zero over the whole run: the decay is what lifts a 3-epoch run
@@ -63,198 +49,37 @@
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
 // over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
 // saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h), and so
-// does Ctrl-C on any rank.
-// Errors print "mnist: <message>" and exit with status 1 (2 for bad flags and for an output that names an
-// input, 3 when training diverged, 4 when --target-accuracy was not reached).
-#include <CLI/CLI.hpp>
-#include <sys/stat.h>
-
-#include <algorithm>
+// does Ctrl-C on any rank.#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "core/autograd.h"
 #include "core/backend.h"
 #include "core/determinism.h"
 #include "core/dispatch.h"
-#include "core/numerics.h"
 #include "core/random.h"
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
 #include "dist/process.h"
 #include "examples/flags.h"
-#include "examples/mnist/bench.h"
-#include "examples/mnist/model.h"
+#include "examples/mnist/common.h"
 #include "examples/mnist/train_step.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "nn/checkpoint.h"
-#include "nn/lr_schedule.h"
-#include "nn/data.h"
-#include "nn/image.h"
-#include "nn/image_csv.h"
 #include "nn/files.h"
+#include "nn/lr_schedule.h"
 #include "nn/metrics.h"
 #include "nn/mnist.h"
 #include "nn/optim.h"
 #include "nn/progress.h"
-#include "nn/split.h"
-#include "ops/ops.h"
 
 using namespace minidl;
-using examples::non_empty;
-using examples::number_in;
-using examples::FlagRange;
 
+namespace mnist {
 namespace {
-
-// ------------------------------------------------------------------ devices
-
-// "auto": the GPU when this build has CUDA and a GPU is usable, else the CPU; says which and why.
-Device choose_device(const std::string& flag) { return minidl::choose_device(flag, "mnist"); }
-
-// ------------------------------------------------------------------ running loss and accuracy
-
-// Collects per-batch loss and predictions without reading them back every step (a read from a GPU
-// waits for it); flush() reads what has accumulated, when a progress line or the epoch's end needs it.
-// With a guard (training), flush() also hands each loss to it, which stops at the first that is not finite,
-// naming its step and learning rate (in a --distributed job, at the guard's next agree()).
-class RunningStats {
- public:
-  explicit RunningStats(examples::DivergenceGuard* guard = nullptr) : guard_(guard) {}
-  // `step` (1-based over the run) and `lr` (the learning rate of that step) are for the guard's message.
-  // `targets` on the logits' device or on the CPU.
-  void add(const Tensor& loss, const Tensor& logits, const Tensor& targets, int64_t step = 0, double lr = 0) {
-    losses_.push_back(loss.detach().reshape({1}));
-    predictions_.push_back(argmax(logits.detach(), 1));
-    targets_.push_back(targets.to(logits.device()));
-    steps_.emplace_back(step, lr);
-    if (losses_.size() >= 64) flush();
-  }
-  void flush() {
-    if (losses_.empty()) return;
-    // Three reads from the device for up to 64 batches (each read waits for the GPU to get there).
-    const std::vector<double> losses = concat(losses_, 0).to_vector<double>();
-    const std::vector<int64_t> predicted = concat(predictions_, 0).to_vector<int64_t>();
-    const std::vector<int64_t> labels = concat(targets_, 0).to_vector<int64_t>();
-    size_t k = 0;
-    for (size_t b = 0; b < targets_.size(); ++b) {
-      if (guard_) guard_->check_loss(losses[b], steps_[b].first, steps_[b].second);
-      const int64_t n = targets_[b].size(0);
-      loss_sum_ += losses[b] * static_cast<double>(n);
-      for (int64_t i = 0; i < n; ++i, ++k) correct_ += predicted[k] == labels[k];
-      count_ += n;
-    }
-    losses_.clear();
-    predictions_.clear();
-    targets_.clear();
-    steps_.clear();
-  }
-  double mean_loss() const { return count_ ? loss_sum_ / count_ : 0; }
-  double accuracy() const { return count_ ? static_cast<double>(correct_) / count_ : 0; }
-  int64_t correct() const { return correct_; }
-  int64_t count() const { return count_; }
-  // The running sums {loss sum, correct, count} (after flush()): saved in the middle of an epoch, and
-  // restored when the run resumes there (examples/run_state.h), so the epoch's summary covers all of it.
-  static constexpr size_t kSums = 3;
-  std::vector<double> sums() const {
-    return {loss_sum_, static_cast<double>(correct_), static_cast<double>(count_)};
-  }
-  void restore(const std::vector<double>& sums) {
-    MINIDL_CHECK(sums.size() == kSums && losses_.empty(), "RunningStats: restore needs ", kSums, " sums, got ",
-                 sums.size());
-    loss_sum_ = sums[0];
-    correct_ = static_cast<int64_t>(sums[1]);
-    count_ = static_cast<int64_t>(sums[2]);
-  }
-  // Data-parallel: the totals of every rank (call on every rank, after flush()).
-  void sum_over_ranks(dist::DataParallel& dp) {
-    const std::vector<double> total =
-        dp.sum({loss_sum_, static_cast<double>(correct_), static_cast<double>(count_)});
-    loss_sum_ = total[0];
-    correct_ = static_cast<int64_t>(total[1]);
-    count_ = static_cast<int64_t>(total[2]);
-  }
-
- private:
-  examples::DivergenceGuard* guard_;
-  std::vector<Tensor> losses_, predictions_, targets_;
-  std::vector<std::pair<int64_t, double>> steps_;  // (step, lr) of each loss
-  double loss_sum_ = 0;
-  int64_t correct_ = 0, count_ = 0;
-};
-
-// Evaluation batches: large on a GPU (fewer launches); moderate on the CPU, where convolution by im2col
-// materialises [batch * 24 * 24, 32 * 3 * 3] floats for the second layer (660 MB for 1000 images).
-int64_t eval_batch_size(Device device) { return device.is_cuda() ? 1000 : 200; }
-
-struct EvalResult {
-  double loss = 0, accuracy = 0;
-  int64_t correct = 0, count = 0;
-};
-
-// With `dp`, each rank evaluates its part of the test set and the results are summed over the ranks.
-EvalResult evaluate(Module& model, DataLoader& loader, Device device, dist::DataParallel* dp = nullptr) {
-  model.eval();
-  NoGradGuard no_grad;
-  RunningStats stats;
-  Progress progress("test", loader.num_batches());
-  int64_t step = 0;
-  for (Batch& batch : loader.epoch(0)) {
-    const Tensor targets = batch.targets.to(device);
-    const Tensor logits = model(batch.inputs.to(device));
-    stats.add(cross_entropy(logits, targets), logits, targets);
-    ++step;
-    if (progress.live() && progress.due(step)) {
-      stats.flush();
-      progress.update(step, stats.count(), stats.mean_loss(), stats.accuracy());
-    }
-  }
-  stats.flush();
-  progress.clear();
-  if (dp) stats.sum_over_ranks(*dp);
-  return {stats.mean_loss(), stats.accuracy(), stats.correct(), stats.count()};
-}
-
-std::string percent(double fraction) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f%%", 100 * fraction);
-  return buf;
-}
-
-std::string number_4(double x) {  // "%.4f"
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.4f", x);
-  return buf;
-}
-
-// ------------------------------------------------------------------ mnist train
-
-struct TrainFlags {
-  std::string data, device = "auto", metrics, schedule = "onecycle";
-  int epochs = 3;
-  int64_t batch = 64, limit = 0;
-  double lr = 2e-3;
-  double weight_decay = 0;  // > 0: AdamW (decoupled weight decay)
-  double val_split = -1;  // -1: not given (0.1 for a CSV file, 0 for the IDX files)
-  uint64_t seed = 1;
-  bool deterministic = false;
-  std::vector<std::string> kernels;
-  bool distributed = false;
-  bool host_data = false;       // --host-data: batches copied from host memory every step
-  bool cuda_graph = false;      // --cuda-graph: forward, loss, backward and Adam replayed from a CUDA graph
-  bool no_cuda_graph = false;   // --no-cuda-graph: eager steps on a GPU (graphs are the default there)
-  std::string precision;        // --precision: "" (MINIDL_TF32 decides), fp32, tf32 or bf16 (core/precision.h)
-  double target_accuracy = 0;   // --target-accuracy: stop once the evaluation reaches it (0: off)
-  std::string recipe = "default";
-  std::string model = mnist::kModelName;  // --model
-  std::string recipe_gpu_conv;            // --recipe fast: the conv2d kernel on a GPU ("" none)
-  examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
-};
 
 // --recipe fast: the settings of a short run tuned for time to 99% test accuracy on a GPU (measured over
 // 10 seeds: docs/results/README.md, "The fast MNIST recipe"): the batch-norm CNN, two epochs, and on a GPU
@@ -269,6 +94,8 @@ struct Recipe {
   const char* gpu_conv_kernel;  // selected for conv2d on a GPU unless a --kernel conv2d=... is given
 };
 constexpr Recipe kFastRecipe = {2, 256, 8e-3, mnist::kFastModelName, "implicit_gemm"};
+
+}  // namespace
 
 void apply_recipe(TrainFlags& f, const CLI::App& train_cmd) {
   if (f.recipe != "fast") return;
@@ -298,100 +125,7 @@ void apply_recipe(TrainFlags& f, const CLI::App& train_cmd) {
   std::printf("mnist: --recipe fast:%s\n", applied.empty() ? " nothing (every setting given as a flag)" : applied.c_str());
 }
 
-// The data of a run: what it trains on and what it evaluates after every epoch.
-struct TrainingData {
-  std::shared_ptr<Dataset> train;
-  std::shared_ptr<Dataset> eval;  // the test set, or the held-out validation set; null: none
-  std::string eval_name;          // "test" or "validation"
-  std::string description;        // where it came from, for the first line
-  std::string identity;           // what --resume compares (no paths: a moved folder resumes)
-  std::vector<examples::DataFingerprint> fingerprints;  // of the training and evaluation sets (run_state.h)
-};
-
-// Pixels 0..255 [N * 784] and labels -> the model's inputs [N, 1, 28, 28] (normalised) and targets [N].
-std::shared_ptr<TensorDataset> dataset_of(const uint8_t* pixels, const int64_t* labels, int64_t n) {
-  Tensor x = empty({n, 1, 28, 28}, TensorOptions(DType::float32, Device::cpu()));
-  Tensor y = empty({n}, TensorOptions(DType::int64, Device::cpu()));
-  float* px = x.data<float>();
-  for (int64_t i = 0; i < n * 28 * 28; ++i) px[i] = mnist_normalize(pixels[i]);
-  std::copy(labels, labels + n, y.data<int64_t>());
-  return std::make_shared<TensorDataset>(x, y);
-}
-
-// Samples `indices` of a dataset, as a dataset of their own.
-std::shared_ptr<TensorDataset> subset(const TensorDataset& all, const std::vector<int64_t>& indices) {
-  const Batch b = all.get_batch(indices);
-  return std::make_shared<TensorDataset>(b.inputs, b.targets);
-}
-
-// --val-split F > 0: a stratified fraction F of `all` becomes the validation set (nn/split.h).
-void hold_out(TrainingData& d, const TensorDataset& all, double fraction, uint64_t seed, const std::string& source) {
-  const Split split = stratified_split(all.targets().to_vector<int64_t>(), fraction, seed);
-  MINIDL_CHECK(!split.validation.empty(), "--val-split ", fraction, " of the ", all.size(), " images of ", source,
-               " holds out none of them: use a larger fraction or more data");
-  MINIDL_CHECK(!split.train.empty(), "--val-split ", fraction, " leaves no training images of ", source);
-  d.train = subset(all, split.train);
-  d.eval = subset(all, split.validation);
-  d.eval_name = "validation";
-}
-
-// The fingerprints --resume compares (examples/run_state.h): the training set, and the set evaluated
-// after every epoch (the test set, or the held-out part), both chosen by --data.
-void add_fingerprints(TrainingData& d) {
-  for (const auto& [key, set] : {std::make_pair("data.train", d.train), std::make_pair("data.val", d.eval)}) {
-    const auto* tensors = dynamic_cast<const TensorDataset*>(set.get());
-    if (tensors) d.fingerprints.push_back({key, "--data", examples::data_fingerprint(tensors->inputs(), tensors->targets())});
-  }
-}
-
-// --data: a folder of the four IDX files (or none: searched), or a CSV file in Kaggle's format
-// (nn/image_csv.h). The CSV file has no test set: --val-split (0.1 unless given) holds out a validation
-// set instead; the IDX files are evaluated on their test set unless --val-split is given.
-TrainingData load_training_data(const TrainFlags& f) {
-  TrainingData d;
-  struct stat st;
-  const bool exists = !f.data.empty() && ::stat(f.data.c_str(), &st) == 0;
-  const bool csv = exists && !S_ISDIR(st.st_mode);
-  MINIDL_CHECK(exists || f.data.size() < 4 || f.data.compare(f.data.size() - 4, 4, ".csv") != 0, "--data '", f.data,
-               "': no such file");
-  const double fraction = f.val_split >= 0 ? f.val_split : csv ? 0.1 : 0;
-  const std::string split_note =
-      str_cat(" (--val-split ", fraction, ", stratified, seed ", f.seed, ")");
-  if (csv) {
-    ImageCsvOptions options;
-    options.limit = f.limit;
-    const ImageCsv file = read_image_csv(f.data, options);
-    MINIDL_CHECK(file.rows > 0, f.data, ": no rows after the header");
-    const auto all = dataset_of(file.images.data(), file.labels.data(), file.rows);
-    d.train = all;
-    if (fraction > 0) hold_out(d, *all, fraction, f.seed, f.data);
-    d.description = str_cat(f.data, ": ", d.train->size(), " training images",
-                            f.limit > 0 ? " (--limit)" : "",
-                            d.eval ? str_cat(", ", d.eval->size(), " held out for validation", split_note)
-                                   : std::string(", no validation (--val-split 0)"));
-    const size_t slash = f.data.rfind('/');
-    d.identity = str_cat("csv ", slash == std::string::npos ? f.data : f.data.substr(slash + 1), ": ",
-                         d.train->size(), " training images, ", d.eval ? d.eval->size() : 0, " validation");
-    add_fingerprints(d);
-    return d;
-  }
-  const std::string dir = find_mnist_dir(f.data);
-  auto all = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/true, f.limit));
-  MINIDL_CHECK(all->size() > 0, "the training set in ", dir, " (train-images-idx3-ubyte) has no images");
-  d.train = all;
-  if (fraction > 0) {
-    hold_out(d, *all, fraction, f.seed, dir);
-  } else {
-    d.eval = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
-    MINIDL_CHECK(d.eval->size() > 0, "the test set in ", dir, " (t10k-images-idx3-ubyte) has no images");
-    d.eval_name = "test";
-  }
-  d.description = str_cat(dir, ": ", d.train->size(), " training images", f.limit > 0 ? " (--limit)" : "", ", ",
-                          d.eval->size(), " ", d.eval_name, " images", fraction > 0 ? split_note : std::string());
-  d.identity = str_cat("mnist idx: ", d.train->size(), " training images, ", d.eval->size(), " ", d.eval_name);
-  add_fingerprints(d);
-  return d;
-}
+namespace {
 
 // The number of optimizer steps is known once the data is loaded; a schedule that cannot work with it is
 // refused before training, naming the flags that decide it.
@@ -424,6 +158,8 @@ examples::Metadata with_weight_decay(examples::Metadata settings, double weight_
   if (weight_decay > 0) settings["run.weight_decay"] = examples::exact_number(weight_decay);
   return settings;
 }
+
+}  // namespace
 
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
@@ -735,269 +471,4 @@ int train(const TrainFlags& f) {
   return 0;
 }
 
-// ------------------------------------------------------------------ mnist eval / predict
-
-std::shared_ptr<Sequential> load_model(const std::string& path, Device device) {
-  const Checkpoint file = read_checkpoint(path);
-  std::shared_ptr<Sequential> model = mnist::load_model_from(file, path);
-  // A model holding NaN or infinity answers nonsense with confidence ("probability nan"): refuse it.
-  for (const auto& [name, tensor] : model->state_dict()) {
-    const NonFinite bad = first_non_finite(tensor);
-    MINIDL_CHECK(!bad.found(), "'", path, "' holds ", number_str(bad.value), " in '", name, "' at ",
-                 index_str(tensor.shape(), bad.index), ": it was saved by a run that diverged; train again");
-  }
-  model->to(device);
-  model->eval();
-  return model;
-}
-
-int eval(const std::string& model_path, const std::string& data, const std::string& device_flag,
-         const std::vector<std::string>& kernels, bool deterministic) {
-  select_kernels_from_flags(kernels);
-  set_deterministic_algorithms(deterministic);
-  const Device device = choose_device(device_flag);
-  std::shared_ptr<Sequential> model = load_model(model_path, device);
-  const std::string dir = find_mnist_dir(data);
-  auto test_set = std::make_shared<TensorDataset>(load_mnist(dir, /*train=*/false));
-  MINIDL_CHECK(test_set->size() > 0, "the test set in ", dir, " (t10k-images-idx3-ubyte) has no images");
-  DataLoaderOptions options;
-  options.batch_size = eval_batch_size(device);
-  DataLoader loader(test_set, options);
-  const EvalResult r = evaluate(*model, loader, device);
-  // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not
-  // numbers, and neither is the loss.
-  MINIDL_CHECK(std::isfinite(r.loss), "'", model_path, "' gives a test loss of ", number_str(r.loss),
-               ": its outputs are NaN or infinite (weights of a run that diverged); train again");
-  std::printf("test loss: %.4f\ntest accuracy: %s (%lld/%lld)\n", r.loss, percent(r.accuracy).c_str(),
-              static_cast<long long>(r.correct), static_cast<long long>(r.count));
-  return 0;
-}
-
-// An image file as the model expects it: gray, 28x28, a white digit on black (MNIST's polarity; an
-// image whose border is bright is a dark digit on a light background and is inverted), normalised.
-Tensor image_as_input(const std::string& path, bool& inverted) {
-  Image img = resize_image(load_image(path, 1), 28, 28);
-  double border = 0;
-  int n = 0;
-  for (int i = 0; i < 28; ++i) {
-    border += img.at(0, i) + img.at(27, i) + img.at(i, 0) + img.at(i, 27);
-    n += 4;
-  }
-  inverted = border / n > 127;
-  std::vector<float> pixels(28 * 28);
-  for (int i = 0; i < 28 * 28; ++i) {
-    const uint8_t p = img.pixels[i];
-    pixels[i] = mnist_normalize(inverted ? static_cast<uint8_t>(255 - p) : p);
-  }
-  return from_data(pixels.data(), {1, 1, 28, 28}, Device::cpu());
-}
-
-int predict(const std::string& model_path, const std::vector<std::string>& images, const std::string& device_flag,
-            const std::vector<std::string>& kernels) {
-  select_kernels_from_flags(kernels);
-  const Device device = choose_device(device_flag);
-  std::shared_ptr<Sequential> model = load_model(model_path, device);
-  NoGradGuard no_grad;
-  int failures = 0;
-  for (const std::string& path : images) {
-    try {
-      bool inverted = false;
-      const Tensor x = image_as_input(path, inverted);
-      const std::vector<float> p = softmax((*model)(x.to(device)), 1).to_vector<float>();
-      for (float v : p)
-        MINIDL_CHECK(std::isfinite(v), path, ": the model's probabilities are ", number_str(v), ": '", model_path,
-                     "' holds weights of a run that diverged; train again");
-      int best = 0;
-      for (int d = 1; d < 10; ++d)
-        if (p[d] > p[best]) best = d;
-      std::printf("%s: %d (probability %.4f)%s\n", path.c_str(), best, p[best],
-                  inverted ? "  [inverted: dark digit on a light background]" : "");
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "mnist: %s\n", e.what());
-      ++failures;
-    }
-  }
-  return failures ? 1 : 0;
-}
-
-// predict --csv: a digit for every row of a CSV file in Kaggle's format (nn/image_csv.h; a label column,
-// if the file has one, is only used to report the accuracy), written as Kaggle's submission file:
-// "ImageId,Label", then "<row number from 1>,<digit>" per row. The --out path is checked before any work,
-// and the file is written at the end, atomically (nn/checkpoint.h write_file_atomically): a failure at
-// any point (a malformed row, say) leaves no file, or the previous one whole.
-int predict_csv(const std::string& model_path, const std::string& csv, const std::string& out,
-                const std::string& device_flag, const std::vector<std::string>& kernels) {
-  select_kernels_from_flags(kernels);
-  check_outputs_are_not_inputs({{"--out", out}}, {{"--model", model_path}, {"--csv", csv}});
-  const SavePath target = prepare_checkpoint_path(out, "--out");
-  if (target.stale_removed > 0)
-    std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted writes\n", target.stale_removed,
-                target.target.c_str());
-  const Device device = choose_device(device_flag);
-  std::shared_ptr<Sequential> model = load_model(model_path, device);
-  ImageCsvOptions options;
-  options.labels = CsvLabels::optional;
-  const ImageCsv file = read_image_csv(csv, options);
-  MINIDL_CHECK(file.rows > 0, csv, ": no rows after the header");
-
-  NoGradGuard no_grad;
-  const int64_t batch = eval_batch_size(device);
-  std::string text = "ImageId,Label\n";
-  int64_t correct = 0;
-  for (int64_t first = 0; first < file.rows; first += batch) {
-    const int64_t n = std::min(batch, file.rows - first);
-    std::vector<float> pixels(static_cast<size_t>(n * 28 * 28));
-    const uint8_t* from = file.images.data() + first * 28 * 28;
-    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = mnist_normalize(from[i]);
-    const Tensor x = from_data(pixels.data(), {n, 1, 28, 28}, Device::cpu());
-    const Tensor logits = (*model)(x.to(device));
-    const NonFinite bad = first_non_finite(logits);
-    MINIDL_CHECK(!bad.found(), csv, ": the model's output for row ", first + bad.index / 10 + 1, " is ",
-                 number_str(bad.value), ": '", model_path, "' holds weights of a run that diverged; nothing written");
-    const std::vector<int64_t> digits = argmax(logits, 1).to_vector<int64_t>();
-    for (int64_t k = 0; k < n; ++k) {
-      text += str_cat(first + k + 1, ",", digits[k], "\n");
-      if (file.labelled) correct += digits[k] == file.labels[first + k];
-    }
-  }
-  write_file_atomically(out, text);
-  std::printf("mnist: wrote %lld predictions to %s\n", static_cast<long long>(file.rows), out.c_str());
-  if (file.labelled)
-    std::printf("accuracy against the labels in %s: %s (%lld/%lld)\n", csv.c_str(),
-                percent(static_cast<double>(correct) / file.rows).c_str(), static_cast<long long>(correct),
-                static_cast<long long>(file.rows));
-  return 0;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"mnist: train a CNN on MNIST with minidl, evaluate it, and read digits from image files."};
-  app.require_subcommand(1);
-
-  TrainFlags tf;
-  CLI::App* train_cmd = app.add_subcommand("train", "train the CNN; prints progress and the final test accuracy");
-  train_cmd->add_option("--data", tf.data, "directory with the four MNIST files (default: the first of $MINIDL_DATA/mnist, data/mnist, ../shared/data/mnist that has them), or a CSV file in Kaggle's format (train.csv: label,pixel0,...,pixel783)");
-  train_cmd->add_option("--device", tf.device, "auto, cpu or cuda[:N]")->capture_default_str();
-  train_cmd->add_option("--epochs", tf.epochs, "passes over the training data")->capture_default_str()
-      ->check(number_in(FlagRange::whole<int>(1)));
-  train_cmd->add_option("--batch", tf.batch, "batch size")->capture_default_str()
-      ->check(number_in(FlagRange::whole<int64_t>(1)));
-  train_cmd->add_option("--lr", tf.lr, "Adam learning rate (the peak of the one-cycle schedule)")
-      ->capture_default_str()
-      ->check(number_in(FlagRange::above(0)));
-  train_cmd->add_option("--weight-decay", tf.weight_decay, "decoupled weight decay (AdamW) when > 0; 0: Adam")
-      ->capture_default_str()
-      ->check(number_in(FlagRange::real(0, 1)));
-  train_cmd->add_option("--schedule", tf.schedule, "learning-rate schedule")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"onecycle", "cosine", "step", "none"}));
-  train_cmd->add_option("--limit", tf.limit, "train on the first N training images only (0: all)")
-      ->capture_default_str()->check(number_in(FlagRange::whole<int64_t>(0)));
-  train_cmd->add_option("--val-split", tf.val_split,
-                        "hold out this fraction of the training images, stratified by class and chosen by --seed, "
-                        "and evaluate on it after every epoch instead of the test set (default: 0.1 for a CSV "
-                        "file, which has no labelled test set; 0 for the IDX files)")
-      ->check(number_in(FlagRange::real(0, 1).excluding_hi()));
-  train_cmd->add_option("--seed", tf.seed, "seed of initialisation, shuffling and dropout")->capture_default_str()
-      ->check(number_in(FlagRange::whole<uint64_t>(0)));
-  train_cmd->add_option("--metrics", tf.metrics, 
-                  "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
-                  "appended to by --resume; any other file is refused)")
-      ->check(non_empty());
-  examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --save-every, --stop-after-*
-  train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
-  train_cmd->add_flag("--deterministic", tf.deterministic,
-                      "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
-                      "(the CPU always is, for a given thread count)");
-  examples::add_precision_flag(train_cmd, tf.precision);
-  train_cmd->add_flag("--host-data", tf.host_data,
-                      "on a GPU, keep the images in host memory and copy each batch (default: resident on the GPU, "
-                      "batches assembled there)");
-  train_cmd->add_option("--target-accuracy", tf.target_accuracy,
-                        "stop after the first evaluation whose accuracy reaches A (a fraction, e.g. 0.99) and "
-                        "report the time since the model was created; exit 4 if no epoch reaches it")
-      ->check(number_in(FlagRange::real(0, 1).excluding_lo().with_note("a fraction, e.g. 0.99")));
-  train_cmd->add_option("--model", tf.model,
-                        "mnist_cnn (the classic PyTorch example's CNN) or mnist_cnn_bn (smaller, with batch norm: the "
-                        "fast recipe's; examples/mnist/model.h)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({mnist::kModelName, mnist::kFastModelName}));
-  train_cmd->add_option("--recipe", tf.recipe,
-                        "default, or fast: a short run tuned for time to 99% (its --model, --epochs, --batch and --lr "
-                        "apply "
-                        "where those flags are not given; docs/results/README.md)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"default", "fast"}));
-  train_cmd->add_flag("--cuda-graph", tf.cuda_graph,
-                      "capture forward, loss, backward and Adam as a CUDA graph after two eager steps and replay it "
-                      "every step (one launch instead of hundreds; nn/graphed_step.h); the default on one GPU");
-  train_cmd->add_flag("--no-cuda-graph", tf.no_cuda_graph, "on a GPU, run every step eagerly")
-      ->excludes("--cuda-graph");
-  train_cmd->add_flag("--distributed", tf.distributed,
-                      "one rank of a data-parallel job: mpirun -np N mnist train --distributed ... (--batch is the "
-                      "global batch; --device cuda: one GPU per process; docs/distributed.md)");
-
-  std::string model_path, data, device = "auto";
-  std::vector<std::string> kernels, images;
-  bool deterministic = false;
-  CLI::App* eval_cmd = app.add_subcommand("eval", "print the test loss and accuracy of a saved model");
-  eval_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
-  eval_cmd->add_option("--data", data, "directory with the MNIST files (default: searched as by train)");
-  eval_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
-  eval_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
-  eval_cmd->add_flag("--deterministic", deterministic, "on a GPU, only deterministic algorithms");
-
-  std::string csv, out;
-  CLI::App* predict_cmd = app.add_subcommand(
-      "predict", "print the digit in each image file and its probability, or write a digit for every row of a CSV file");
-  predict_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
-  CLI::Option* image_opt = predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG or BMP)");
-  CLI::Option* csv_opt = predict_cmd->add_option(
-      "--csv", csv, "a CSV file of images in Kaggle's format (test.csv: pixel0,...,pixel783), instead of IMAGE files")
-      ->check(non_empty());
-  CLI::Option* out_opt = predict_cmd->add_option(
-      "--out", out, "with --csv: the submission file to write, ImageId,Label (atomically)")
-      ->check(non_empty());
-  csv_opt->excludes(image_opt);
-  csv_opt->needs(out_opt);
-  out_opt->needs(csv_opt);
-  predict_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
-  predict_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
-
-  const mnist::BenchCommand bench_cmd = mnist::add_bench_command(app);
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::fprintf(stderr, "mnist: %s\nRun `mnist --help` or `mnist <command> --help` for usage.\n",
-                 examples::parse_error_message(e).c_str());
-    return 2;
-  }
-
-  try {
-    check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
-    check_fusion_environment();  // MINIDL_FUSE_RELU (nn/layers.h)
-    if (*train_cmd) {
-      apply_recipe(tf, *train_cmd);
-      return train(tf);
-    }
-    if (*eval_cmd) return eval(model_path, data, device, kernels, deterministic);
-    if (*predict_cmd) {
-      if (!csv.empty()) return predict_csv(model_path, csv, out, device, kernels);
-      MINIDL_CHECK(!images.empty(), "predict: give image files, or --csv FILE --out FILE");
-      return predict(model_path, images, device, kernels);
-    }
-    if (*bench_cmd.app) return bench_cmd.run();
-  } catch (const OutputIsInputError& e) {
-    return dist::report_error(e, "mnist", 2);  // an output names an input: a usage error (nn/files.h)
-  } catch (const NonFiniteError& e) {
-    // Training diverged (examples/train_guard.h; or MINIDL_CHECK_NUMERICS found a NaN): exit status 3. In
-    // a job, when only this rank found it, the whole job ends with that status.
-    return dist::report_error(e, "mnist", examples::kExitNonFinite);
-  } catch (const std::exception& e) {
-    return dist::report_error(e, "mnist");  // "mnist: <message>"; in a job, ends the job when only this rank failed
-  }
-  return 0;
-}
+}  // namespace mnist
