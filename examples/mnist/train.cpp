@@ -68,6 +68,7 @@
 #include "examples/mnist/train_step.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
+#include "examples/training_loop.h"
 #include "nn/checkpoint.h"
 #include "nn/files.h"
 #include "nn/lr_schedule.h"
@@ -174,22 +175,10 @@ int train(const TrainFlags& f) {
   if (f.distributed)
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("mnist", f.device, f.batch));
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
-  // The save path (--save, else --resume) is checked before any work (a missing folder should not cost an
-  // epoch). In a job, rank 0 alone checks it and removes stale temporary files (it alone saves; two ranks'
-  // clean-ups could remove each other's files), and every rank stops if the check fails.
+  // The save path (--save, else --resume), checked before any work (examples/training_loop.h).
   const std::string save_path = f.run.save_path();
-  if (!save_path.empty()) {
-    const auto check_save_path = [&] {
-      const SavePath save = prepare_checkpoint_path(save_path, f.run.save.empty() ? "--resume" : "--save");
-      if (save.stale_removed > 0)
-        std::printf("mnist: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n", save.stale_removed,
-                    save.target.c_str());
-    };
-    if (job)
-      dist::run_on_root(check_save_path);
-    else
-      check_save_path();
-  }
+  if (!save_path.empty())
+    examples::prepare_save_path("mnist", save_path, f.run.save.empty() ? "--resume" : "--save", job.get());
   const Device device = job ? job->device : choose_device(f.device);
   MINIDL_CHECK(!f.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
   MINIDL_CHECK(!f.cuda_graph || !job, "--cuda-graph cannot be used with --distributed: the gradient all-reduce "
@@ -225,8 +214,7 @@ int train(const TrainFlags& f) {
   adam_options.lr = f.lr;
   adam_options.weight_decay = f.weight_decay;
   // Adam, or AdamW when --weight-decay is positive (decoupled weight decay, nn/optim.h).
-  std::unique_ptr<Adam> adam = f.weight_decay > 0 ? std::make_unique<AdamW>(model->parameters(), adam_options)
-                                                  : std::make_unique<Adam>(model->parameters(), adam_options);
+  std::unique_ptr<Adam> adam = examples::make_adam(model->parameters(), adam_options);
   Adam& optimizer = *adam;
 
   // The data resident on the GPU (nn/data.h) unless --host-data: no copy from the host per step.
@@ -306,14 +294,26 @@ int train(const TrainFlags& f) {
                 data_device.str().c_str());
   EvalResult result;  // of the last evaluation
   examples::DivergenceGuard guard(save_path, job.get());
-  if (!f.run.resume.empty()) {
-    guard.saved(start.epoch, start.epoch_step);  // what the file holds already
-    const std::string bound_note = guard.resumed(resumed, f.run.resume);
-    if (!bound_note.empty()) resume_notes.push_back(bound_note);
-    std::printf("mnist: resuming %s %s; saving to %s\n", f.run.resume.c_str(),
-                examples::describe_position(start, batches).c_str(), save_path.c_str());
-    for (const std::string& note : resume_notes) std::printf("mnist: %s\n", note.c_str());
-  }
+  // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h), and the
+  // checks after each step and epoch (examples/training_loop.h).
+  examples::TrainingLoop::Parts parts;
+  parts.program = "mnist";
+  parts.model = model.get();
+  parts.optimizer = &optimizer;
+  parts.guard = &guard;
+  parts.control = &control;
+  parts.dp = dp.get();
+  parts.root = root;
+  parts.save_path = save_path;
+  parts.batches_per_epoch = batches;
+  parts.settings = settings;
+  parts.seed = f.seed;
+  parts.fingerprints = &data.fingerprints;
+  parts.program_metadata = [] {
+    return examples::Metadata{{"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}};
+  };
+  examples::TrainingLoop loop(std::move(parts));
+  if (!f.run.resume.empty()) loop.announce_resume(f.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
   if (start.epoch >= f.epochs) {
     std::printf("mnist: %s already holds the whole run (%s): nothing to do\n", f.run.resume.c_str(),
@@ -325,28 +325,12 @@ int train(const TrainFlags& f) {
   std::unique_ptr<mnist::GraphedTrainStep> graphed;
   if (use_cuda_graph) graphed = std::make_unique<mnist::GraphedTrainStep>(*model, optimizer, device);
 
-  // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
-  // calls it (rank 0 writes), after the guard has checked what is saved.
-  const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra) {
-    if (root) {
-      examples::Metadata meta = examples::resumable_metadata(settings, f.seed, at);
-      meta["normalization"] = str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd);
-      for (const auto& [key, value] : examples::fingerprint_metadata(data.fingerprints)) meta[key] = value;
-      for (const auto& [key, value] : guard.metadata()) meta[key] = value;
-      for (const auto& [key, value] : extra) meta[key] = value;
-      save_checkpoint(save_path, *model, &optimizer, meta);
-      if (at.mid_epoch())
-        std::printf("mnist: saved %s (%s)\n", save_path.c_str(), examples::describe_position(at, batches).c_str());
-      else
-        std::printf("mnist: saved %s\n", save_path.c_str());
-    }
-    guard.saved(at.epoch, at.epoch_step);  // a later divergence message says what the file holds
-  };
   int64_t run_step = start.step;
   for (int epoch = static_cast<int>(start.epoch) + 1; epoch <= f.epochs; ++epoch) {
     model->train();
     Progress progress(str_cat("epoch ", epoch, "/", f.epochs), batches);
     RunningStats stats(&guard);
+    const examples::EpochSums sums{[&] { stats.flush(); }, [&] { return stats.sums(); }};
     // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
     // (over every rank) are in the file: rank 0 starts from them.
     const bool resumed_mid_epoch = epoch == start.epoch + 1 && start.mid_epoch();
@@ -372,40 +356,18 @@ int train(const TrainFlags& f) {
         stats.flush();
         progress.update(epoch_step, stats.count(), stats.mean_loss(), stats.accuracy());
       }
-      if (job && run_step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
-        stats.flush();
-        guard.agree();
-      }
-      // --save-every, --stop-after-steps, Ctrl-C: a save in the middle of the epoch, after the same checks
-      // as an epoch's end (every loss so far, every parameter), and perhaps the end of this invocation.
-      const examples::RunControl::Decision decision = control.after_step(run_step, epoch_step == batches);
-      if (decision.save || decision.stop) {
-        progress.clear();  // a live progress line is drawn again at the next update
-        stats.flush();
-        const examples::RunPosition at{epoch - 1, epoch_step, run_step, dp ? dp->sum(stats.sums()) : stats.sums()};
-        examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics, if it had any
-          guard.check_state(*model, &optimizer, epoch, run_step, optimizer.lr());
-          guard.agree();
-          if (decision.save) save(at, {});
-        });
-        if (decision.stop) {
-          std::printf("%s\n", control.stop_message(at, batches, decision.save).c_str());
-          return control.exit_status();
-        }
-      }
+      // Agreement, --save-every, --stop-after-steps, Ctrl-C: perhaps a save, perhaps the end of this run.
+      if (auto status = loop.after_step(epoch, epoch_step, run_step, epoch_step == batches, progress, sums))
+        return *status;
     }
-    stats.flush();
-    if (dp) dp->average_buffers();  // batch-norm statistics, if the model had any: checked, evaluated, saved
-    guard.check_state(*model, &optimizer, epoch, run_step, optimizer.lr());
-    guard.agree();
+    loop.end_of_epoch_steps(epoch, run_step, sums);
     if (dp) stats.sum_over_ranks(*dp);
     if (scheduler && !per_batch_schedule) scheduler->step();
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
     if (eval_loader) {
       result = evaluate(*model, *eval_loader, device, dp.get());
-      guard.check_eval_loss(result.loss, data.eval_name.c_str(), epoch, run_step);
-      guard.agree();
+      loop.check_eval_loss(result.loss, data.eval_name.c_str(), epoch, run_step);
     }
     const double seconds = progress.elapsed_seconds();
     const double since_start = seconds_since_created();
@@ -443,8 +405,9 @@ int train(const TrainFlags& f) {
     }
     const examples::RunPosition at{epoch, 0, run_step, {}};
     if (!save_path.empty())
-      save(at, eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}}
-                           : examples::Metadata{});
+      loop.save(at, eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}}
+                                : examples::Metadata{},
+                save_path);
     std::fflush(stdout);
     if (f.target_accuracy > 0 && result.accuracy >= f.target_accuracy) {
       std::printf("mnist: %s accuracy %s reached --target-accuracy %g after epoch %d (step %lld), %.3f s after "
@@ -453,10 +416,7 @@ int train(const TrainFlags& f) {
                   static_cast<long long>(run_step), since_start);
       return 0;
     }
-    if (control.after_epoch(run_step, epoch == f.epochs)) {
-      std::printf("%s\n", control.stop_message(at, batches, !save_path.empty()).c_str());
-      return control.exit_status();
-    }
+    if (auto status = loop.after_epoch(at, epoch == f.epochs)) return *status;
   }
   if (eval_loader) {
     std::printf("final %s accuracy: %s (%lld/%lld)\n", data.eval_name.c_str(), percent(result.accuracy).c_str(),
