@@ -1,7 +1,7 @@
 // tools/metrics_log.h — reading the --metrics files of `mnist train` and `captcha train` (JSON Lines, one
 // object per epoch; nn/metrics.h writes them) for `minidl plot` and `minidl compare`.
 //
-// Keys written today (examples/mnist/main.cpp, examples/captcha/train.cpp):
+// Keys written today (examples/mnist/train.cpp, examples/captcha/train.cpp):
 //   both     epoch, step, images, seconds, train_seconds, images_per_second, lr, device, batch_size
 //   mnist    train_loss, train_accuracy, test_loss, test_accuracy
 //   captcha  loss (training), val_loss, val_accuracy (whole captcha), val_char_accuracy, rnn, gru

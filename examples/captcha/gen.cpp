@@ -2,8 +2,8 @@
 //
 //   captcha gen --out DIR --count N [--seed S] [--charset S] [--length N|A-B] [--width W --height H]
 //               [--font FILE]... [--style classic|lined] [--threads T] [--dry-run]
-// Image INDEX of seed S is always the same (nn/captcha_gen.h). --dry-run renders without writing, to
-// measure the generator. --style lined draws another site's look (nn/captcha_gen.h): a set to try
+// Image INDEX of seed S is always the same (examples/data/captcha_gen.h). --dry-run renders without writing, to
+// measure the generator. --style lined draws another site's look (examples/data/captcha_gen.h): a set to try
 // training on labelled folders with (docs/captcha.md, "Training on your own captchas"). --out may not be
 // a --font file (nn/files.h: refused with exit status 2).
 #include <algorithm>
@@ -81,7 +81,7 @@ int run_gen(const GenArgs& a) {
   options.fonts = a.fonts;
   options.style = parse_captcha_style(a.style);
   check_captcha_options(options);
-  // Labels become file names, read back up to the first '_' (nn/captcha_data.h).
+  // Labels become file names, read back up to the first '_' (examples/data/captcha_data.h).
   for (char c : std::string("_/\\"))
     MINIDL_CHECK(options.charset.find(c) == std::string::npos, "gen: the charset may not contain '", c,
                  "' (labels are file names, cut at the first '_')");

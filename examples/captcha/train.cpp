@@ -12,10 +12,10 @@
 //                 [--augment LIST | --no-augment] [--augment-strength X] [--weight-decay W]
 //                 [--save-best FILE] [--early-stop N]
 //
-// Training data: without --data, captchas rendered on the fly (nn/captcha_data.h GeneratedCaptchaDataset:
+// Training data: without --data, captchas rendered on the fly (examples/data/captcha_data.h GeneratedCaptchaDataset:
 // the prefetch thread of the DataLoader renders each batch on --threads threads while the model trains on
 // the previous one); an epoch is --epoch-size fresh captchas (captcha i of seed S, never repeated). With
-// --data DIR, the labelled images of DIR (nn/captcha_data.h), shuffled each epoch and augmented on the fly
+// --data DIR, the labelled images of DIR (examples/data/captcha_data.h), shuffled each epoch and augmented on the fly
 // (nn/augment.h: small affine warps, scale, translation, blur, contrast, colour, inversion, noise; sample i
 // of epoch e gets the variant (seed, e, i), so runs and --resume stay exact): --augment LIST chooses the
 // transforms, --augment-strength scales them, --no-augment turns them off. Validation images never are.
@@ -77,6 +77,7 @@
 #include "examples/captcha/common.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
+#include "examples/training_loop.h"
 #include "nn/augment.h"
 #include "examples/data/captcha_data.h"
 #include "nn/checkpoint.h"
@@ -387,28 +388,11 @@ int run_train(const TrainArgs& a) {
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
   const bool root = !job || job->is_root();  // prints (the others' stdout is /dev/null), writes and saves
   const Shard shard = job ? Shard{job->rank, job->world_size} : Shard{};
-  // The save path is checked before any work (a missing folder should not cost an epoch). In a job, rank 0
-  // alone checks it and removes stale temporary files (it alone saves; two ranks' clean-ups could remove
-  // each other's files), and every rank stops if the check fails.
-  if (!save_path.empty()) {
-    const auto check_save_path = [&] {
-      const SavePath save = prepare_checkpoint_path(save_path, a.run.save.empty() ? "--resume" : "--save");
-      if (save.stale_removed > 0)
-        std::printf("captcha: removed %d temporary file(s) %s.tmp-* left by interrupted saves\n",
-                    save.stale_removed, save.target.c_str());
-    };
-    if (job)
-      dist::run_on_root(check_save_path);
-    else
-      check_save_path();
-  }
-  if (!a.save_best.empty()) {
-    const auto check_best_path = [&] { prepare_checkpoint_path(a.save_best, "--save-best"); };
-    if (job)
-      dist::run_on_root(check_best_path);
-    else
-      check_best_path();
-  }
+  // The save paths, checked before any work (examples/training_loop.h).
+  if (!save_path.empty())
+    examples::prepare_save_path("captcha", save_path, a.run.save.empty() ? "--resume" : "--save", job.get());
+  if (!a.save_best.empty())
+    examples::prepare_save_path("captcha", a.save_best, "--save-best", job.get(), /*say_removed=*/false);
   const Device device = job ? job->device : choose_device(a.device);
   const int threads = thread_count(a.threads);
   TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
@@ -442,9 +426,7 @@ int run_train(const TrainArgs& a) {
   AdamOptions adam_options;
   adam_options.lr = a.lr;
   adam_options.weight_decay = a.weight_decay >= 0 ? a.weight_decay : a.data.empty() ? 0.0 : 0.01;
-  std::unique_ptr<Adam> adam = adam_options.weight_decay > 0
-                                   ? std::make_unique<AdamW>(model->parameters(), adam_options)
-                                   : std::make_unique<Adam>(model->parameters(), adam_options);
+  std::unique_ptr<Adam> adam = examples::make_adam(model->parameters(), adam_options);
   Adam& optimizer = *adam;
   const int64_t epochs = a.steps > 0 ? (a.steps + data.batches_per_epoch - 1) / data.batches_per_epoch : a.epochs;
   const int64_t total_steps = a.steps > 0 ? a.steps : epochs * data.batches_per_epoch;
@@ -516,14 +498,25 @@ int run_train(const TrainArgs& a) {
                                  : "");
   EvalResult val;
   examples::DivergenceGuard guard(save_path, job.get());
-  if (!a.run.resume.empty()) {
-    guard.saved(start.epoch, start.epoch_step);  // what the file holds already
-    const std::string bound_note = guard.resumed(resumed, a.run.resume);
-    if (!bound_note.empty()) resume_notes.push_back(bound_note);
-    std::printf("captcha: resuming %s %s; saving to %s\n", a.run.resume.c_str(),
-                examples::describe_position(start, data.batches_per_epoch).c_str(), save_path.c_str());
-    for (const std::string& note : resume_notes) std::printf("captcha: %s\n", note.c_str());
-  }
+  // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h), with the best
+  // epoch so far; and the checks after each step and epoch (examples/training_loop.h). The best epoch's
+  // file (--save-best) is a checkpoint like the others: it evaluates, and resumes.
+  examples::TrainingLoop::Parts parts;
+  parts.program = "captcha";
+  parts.model = model.get();
+  parts.optimizer = &optimizer;
+  parts.guard = &guard;
+  parts.control = &control;
+  parts.dp = dp.get();
+  parts.root = root;
+  parts.save_path = save_path;
+  parts.batches_per_epoch = data.batches_per_epoch;
+  parts.settings = settings;
+  parts.seed = a.seed;
+  parts.fingerprints = &data.fingerprints;
+  parts.program_metadata = [&best] { return best.metadata(); };
+  examples::TrainingLoop loop(std::move(parts));
+  if (!a.run.resume.empty()) loop.announce_resume(a.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
   if (best.should_stop(start.epoch, a.early_stop)) {
     std::printf("captcha: %s stopped early already (best epoch %lld, %s; %lld epochs without a new best): "
@@ -537,26 +530,6 @@ int run_train(const TrainArgs& a) {
     return 0;
   }
 
-  // What every save holds: the model, Adam, and what --resume needs (examples/run_state.h). Every rank
-  // calls it (rank 0 writes), after the guard has checked what is saved.
-  // The best epoch's file (--save-best) is a checkpoint like the others: it evaluates, and resumes.
-  const auto save = [&](const examples::RunPosition& at, const examples::Metadata& extra,
-                        const std::string& path) {
-    if (root) {
-      examples::Metadata meta = examples::resumable_metadata(settings, a.seed, at);
-      for (const auto& [key, value] : best.metadata()) meta[key] = value;
-      for (const auto& [key, value] : examples::fingerprint_metadata(data.fingerprints)) meta[key] = value;
-      for (const auto& [key, value] : guard.metadata()) meta[key] = value;
-      for (const auto& [key, value] : extra) meta[key] = value;
-      save_checkpoint(path, *model, &optimizer, meta);
-      if (at.mid_epoch())
-        std::printf("captcha: saved %s (%s)\n", path.c_str(),
-                    examples::describe_position(at, data.batches_per_epoch).c_str());
-      else
-        std::printf("captcha: saved %s\n", path.c_str());
-    }
-    if (path == save_path) guard.saved(at.epoch, at.epoch_step);  // a later divergence message says what it holds
-  };
   int64_t step = start.step;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
@@ -567,6 +540,7 @@ int run_train(const TrainArgs& a) {
     const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - (step - epoch_step));
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
     LossLog losses(guard);
+    const examples::EpochSums sums{[&] { losses.flush(); }, [&] { return losses.sums(); }};
     int64_t samples_before = 0;  // of this epoch, trained before this invocation
     if (resumed_mid_epoch) {
       if (root) losses.restore(start.epoch_sums);
@@ -592,41 +566,18 @@ int run_train(const TrainArgs& a) {
                                                         ctc_targets_to_text(batch.targets, data.charset));
         progress.update(epoch_step, losses.samples(), losses.mean(), batch_accuracy);
       }
-      if (job && step % examples::kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
-        losses.flush();
-        guard.agree();
-      }
-      // --save-every, --stop-after-steps, Ctrl-C: a save in the middle of the epoch, after the same checks
-      // as an epoch's end (every loss so far, every parameter and buffer), and perhaps the end of this
-      // invocation.
-      const examples::RunControl::Decision decision = control.after_step(step, epoch_step == epoch_steps);
-      if (decision.save || decision.stop) {
-        progress.clear();  // a live progress line is drawn again at the next update
-        losses.flush();
-        const examples::RunPosition at{epoch - 1, epoch_step, step, dp ? dp->sum(losses.sums()) : losses.sums()};
-        examples::with_averaged_buffers(*model, dp.get(), [&] {  // batch-norm statistics: the ranks' average
-          guard.check_state(*model, &optimizer, epoch, step, optimizer.lr());
-          guard.agree();
-          if (decision.save) save(at, {}, save_path);
-        });
-        if (decision.stop) {
-          std::printf("%s\n", control.stop_message(at, data.batches_per_epoch, decision.save).c_str());
-          return control.exit_status();
-        }
-      }
+      // Agreement, --save-every, --stop-after-steps, Ctrl-C: perhaps a save, perhaps the end of this run.
+      if (auto status = loop.after_step(epoch, epoch_step, step, epoch_step == epoch_steps, progress, sums))
+        return *status;
       if (epoch_step == epoch_steps) break;
     }
-    losses.flush();
-    if (dp) dp->average_buffers();  // batch-norm statistics: the ranks' average, checked, used and saved from here
-    guard.check_state(*model, &optimizer, epoch, step, optimizer.lr());
-    guard.agree();
+    loop.end_of_epoch_steps(epoch, step, sums);
     if (dp) losses.sum_over_ranks(*dp);
     const double train_seconds = progress.elapsed_seconds();
     progress.clear();
     val = evaluate(*model, val_loader, data.charset, device, "validation");
     if (dp) val = sum_over_ranks(val, *dp);
-    guard.check_eval_loss(val.loss, "validation", epoch, step);
-    guard.agree();
+    loop.check_eval_loss(val.loss, "validation", epoch, step);
     const double seconds = progress.elapsed_seconds();
     // This invocation's images: a resumed epoch's first steps ran in another one.
     const double images_per_second = static_cast<double>(losses.samples() - samples_before) / train_seconds;
@@ -661,15 +612,12 @@ int run_train(const TrainArgs& a) {
                       {"gru", gru_shown}});
     const examples::RunPosition at{epoch, 0, step, {}};
     const examples::Metadata accuracy{{"val_accuracy", std::to_string(val.sequence_accuracy)}};
-    if (!save_path.empty()) save(at, accuracy, save_path);
-    if (new_best && !a.save_best.empty()) save(at, accuracy, a.save_best);
+    if (!save_path.empty()) loop.save(at, accuracy, save_path);
+    if (new_best && !a.save_best.empty()) loop.save(at, accuracy, a.save_best);
     std::fflush(stdout);
     const bool run_done = epoch == epochs || step >= total_steps;
     const bool stop_early = !run_done && best.should_stop(epoch, a.early_stop);
-    if (control.after_epoch(step, run_done || stop_early)) {
-      std::printf("%s\n", control.stop_message(at, data.batches_per_epoch, !save_path.empty()).c_str());
-      return control.exit_status();
-    }
+    if (auto status = loop.after_epoch(at, run_done || stop_early)) return *status;
     if (stop_early) {
       std::printf("captcha: early stop: %lld epochs without a new best (--early-stop %lld)\n",
                   static_cast<long long>(best.epochs_without_improvement(epoch)),

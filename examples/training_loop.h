@@ -1,0 +1,100 @@
+// examples/training_loop.h — the run plumbing that `mnist train` and `captcha train` share around their
+// epoch loops, written once: the --save path checked before any work, Adam or AdamW, what a resumed run
+// prints, what every save holds, and the checks after a step and after an epoch (the divergence guard:
+// examples/train_guard.h; --save-every, --stop-after-*, Ctrl-C: examples/run_state.h; the ranks of a
+// --distributed job agreeing: dist/data_parallel.h).
+//
+// A program's loop then reads (the step, the running sums, evaluation and the summary are its own):
+//
+//   for each epoch:
+//     for each batch:  its step; sums.add(loss); if (auto status = loop.after_step(...)) return *status;
+//     loop.end_of_epoch_steps(...);   evaluate; loop.check_eval_loss(...); print, write metrics
+//     loop.save(end of epoch);        if (auto status = loop.after_epoch(...)) return *status;
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dist/data_parallel.h"
+#include "dist/launch.h"
+#include "examples/run_state.h"
+#include "examples/train_guard.h"
+#include "nn/module.h"
+#include "nn/optim.h"
+#include "nn/progress.h"
+
+namespace examples {
+
+// The save path (`flag` names where it came from: "--save", or "--resume") is checked before any work (a
+// missing folder should not cost an epoch), and temporary files of interrupted saves are removed, saying
+// so ("<program>: removed ..."). In a job, rank 0 alone checks it (it alone saves; two ranks' clean-ups
+// could remove each other's files), and every rank stops if the check fails. `say_removed`: false for a
+// second file (--save-best), whose leftovers are removed silently.
+void prepare_save_path(const std::string& program, const std::string& path, const char* flag,
+                       const minidl::dist::DistributedRun* job, bool say_removed = true);
+
+// Adam, or AdamW (decoupled weight decay, nn/optim.h) when options.weight_decay > 0.
+std::unique_ptr<minidl::Adam> make_adam(const std::vector<minidl::Tensor>& parameters,
+                                        const minidl::AdamOptions& options);
+
+// An epoch's running sums as the loop sees them (mnist's RunningStats, captcha's LossLog): flush() reads
+// what has accumulated on the device (handing every loss to the guard); sums() then gives what a mid-epoch
+// save stores (examples/run_state.h epoch_sums).
+struct EpochSums {
+  std::function<void()> flush;
+  std::function<std::vector<double>()> sums;
+};
+
+class TrainingLoop {
+ public:
+  struct Parts {
+    std::string program;  // "mnist": the start of its lines
+    minidl::Module* model = nullptr;
+    minidl::Optimizer* optimizer = nullptr;
+    DivergenceGuard* guard = nullptr;
+    RunControl* control = nullptr;
+    minidl::dist::DataParallel* dp = nullptr;  // --distributed, else null
+    bool root = true;                          // this process prints, writes and saves
+    std::string save_path;                     // "" without --save or --resume
+    int64_t batches_per_epoch = 0;
+    Metadata settings;  // the run's settings (run.*, the model), saved with every checkpoint
+    uint64_t seed = 0;
+    const std::vector<DataFingerprint>* fingerprints = nullptr;
+    std::function<Metadata()> program_metadata;  // the program's own keys for every save, if any
+  };
+  explicit TrainingLoop(Parts parts) : p_(std::move(parts)) {}
+
+  // --resume: tells the guard what the file holds, and prints where the run resumes and `notes` (about its
+  // data), with the guard's note about the file's first loss.
+  void announce_resume(const std::string& path, const RunPosition& start, const Metadata& resumed,
+                       std::vector<std::string> notes);
+
+  // Writes a resumable checkpoint to `path` (rank 0; every rank calls it, after the guard has checked what
+  // is saved): the model, the optimizer, where the run is and what --resume needs, then `extra`.
+  void save(const RunPosition& at, const Metadata& extra, const std::string& path);
+
+  // After every step, on every rank: in a job, the ranks agree every kStepsBetweenAgreements steps that
+  // none diverged; --save-every, --stop-after-steps and Ctrl-C save in the middle of the epoch (after the
+  // same checks as an epoch's end) and perhaps end this invocation: then its exit status.
+  std::optional<int> after_step(int64_t epoch, int64_t epoch_step, int64_t run_step, bool epoch_done,
+                                minidl::Progress& progress, const EpochSums& sums);
+
+  // After an epoch's last step: every loss read and checked, batch-norm statistics averaged over the ranks,
+  // the weights and optimizer state checked, and the ranks agree.
+  void end_of_epoch_steps(int64_t epoch, int64_t run_step, const EpochSums& sums);
+
+  // The evaluation's loss checked (a model whose outputs are NaN is not saved), and the ranks agree.
+  void check_eval_loss(double loss, const char* what, int64_t epoch, int64_t run_step);
+
+  // After an epoch's end (evaluation and save done): --stop-after-epochs and Ctrl-C end this invocation
+  // here (then its exit status); `run_done`: nothing is left to train.
+  std::optional<int> after_epoch(const RunPosition& at, bool run_done);
+
+ private:
+  Parts p_;
+};
+
+}  // namespace examples
