@@ -22,7 +22,7 @@
 // Kept from v4: shared rows padded by 4 floats (the transposing stores of K-contiguous tiles hit 32
 // different banks, the float4 fragment reads of a warp are consecutive 16-byte words: no conflicts, so no
 // swizzle is needed), float4 stores of C where the row is aligned, and the summation order (fmaf over
-// k = 0, 1, 2, ...): every configuration gives the same bits as v3-v6 (tests/test_cuda_dense.cpp).
+// k = 0, 1, 2, ...): every configuration gives the same bits as v3-v6 (tests/test_cuda_kernels_vs_cpu.cpp).
 // Shared memory is dynamic (the BK 16, 128 x 256 tiles need 50 KB) with the carveout set to the largest
 // shared-memory share, so that two blocks of 34 KB, or one of 50 KB, are never refused residency.
 //

@@ -1,4 +1,4 @@
-// tests/test_cuda_dense.cpp — the dense CUDA kernels (cuda/matmul.cu, cuda/conv_*.cu, cuda/pool.cu,
+// tests/test_cuda_kernels_vs_cpu.cpp — the CUDA matmul, conv2d, pooling and batch_norm kernels (cuda/matmul*.cu, cuda/conv_*.cu, cuda/pool.cu,
 // cuda/batchnorm.cu, batch_norm_relu included) against the naive CPU reference, kernel by kernel through
 // the dispatch table, then GPU against CPU through the ops with autograd (outputs and every input gradient).
 //
