@@ -8,7 +8,7 @@
 MINIDL_KERNEL_FILE(register_copy_naive_cpu)          // cpu/copy_naive.cpp
 MINIDL_KERNEL_FILE(register_fill_contiguous_omp_cpu) // cpu/fill_contiguous_omp.cpp
 MINIDL_KERNEL_FILE(register_elementwise_naive_cpu)   // cpu/elementwise_naive.cpp
-MINIDL_KERNEL_FILE(register_elementwise_vectorized_cpu)// cpu/elementwise_vectorized.cpp
+MINIDL_KERNEL_FILE(register_elementwise_vectorized_cpu) // cpu/elementwise_vectorized.cpp
 MINIDL_KERNEL_FILE(register_reduce_naive_cpu)        // cpu/reduce_naive.cpp
 MINIDL_KERNEL_FILE(register_softmax_naive_cpu)       // cpu/softmax_naive.cpp
 MINIDL_KERNEL_FILE(register_softmax_rows_omp_cpu)    // cpu/softmax_rows_omp.cpp
@@ -23,7 +23,7 @@ MINIDL_KERNEL_FILE(register_matmul_naive_cpu)        // cpu/matmul_naive.cpp
 MINIDL_KERNEL_FILE(register_matmul_ikj_cpu)          // cpu/matmul_ikj.cpp (docs/adding-a-kernel.md)
 MINIDL_KERNEL_FILE(register_matmul_blocked_cpu)      // cpu/matmul_blocked.cpp
 MINIDL_KERNEL_FILE(register_matmul_packed_avx2_cpu)  // cpu/matmul_packed_avx2.cpp (+ cpu/matmul_packed.cpp)
-MINIDL_KERNEL_FILE(register_matmul_packed_avx512_cpu)// cpu/matmul_packed_avx512.cpp
+MINIDL_KERNEL_FILE(register_matmul_packed_avx512_cpu) // cpu/matmul_packed_avx512.cpp
 MINIDL_KERNEL_FILE(register_matmul_packed_omp_cpu)   // cpu/matmul_packed_omp.cpp
 MINIDL_KERNEL_FILE(register_matmul_blas_cpu)         // cpu/matmul_blas.cpp (registers nothing without OpenBLAS)
 MINIDL_KERNEL_FILE(register_conv_naive_cpu)          // cpu/conv_naive.cpp
