@@ -21,7 +21,10 @@ MINIDL_KERNEL_FILE(register_ctc_cuda)          // cuda/ctc.cu
 MINIDL_KERNEL_FILE(register_rnn_cudnn_cuda)    // cuda/rnn_cudnn.cu (gru_sequence, lstm_sequence)
 MINIDL_KERNEL_FILE(register_ctc_cudnn_cuda)    // cuda/ctc_cudnn.cu
 #endif
-MINIDL_KERNEL_FILE(register_matmul_cuda)       // cuda/matmul.cu
+MINIDL_KERNEL_FILE(register_matmul_v1_naive_cuda)            // cuda/matmul_v1_naive.cu
+MINIDL_KERNEL_FILE(register_matmul_v2_smem_tiled_cuda)       // cuda/matmul_v2_smem_tiled.cu
+MINIDL_KERNEL_FILE(register_matmul_v3_register_blocked_cuda) // cuda/matmul_v3_register_blocked.cu
+MINIDL_KERNEL_FILE(register_matmul_cublas_cuda)              // cuda/matmul_cublas.cu
 MINIDL_KERNEL_FILE(register_matmul_v4_warptiled_cuda)        // cuda/matmul_v4_warptiled.cu
 MINIDL_KERNEL_FILE(register_matmul_v5_double_buffered_cuda)  // cuda/matmul_v5_double_buffered.cu
 MINIDL_KERNEL_FILE(register_matmul_v6_cp_async_cuda)         // cuda/matmul_v6_cp_async.cu
