@@ -33,11 +33,6 @@
 // double-buffered tiles (gemm_tiled has one buffer and waits for each slice's loads), tiles fitted to 32-
 // and 64-channel layers, and a weight-gradient split sized to fill the GPU. The cost: index arithmetic
 // per gathered element (a few integer adds and compares; the divisions are done once per block).
-// Predicted: forward and backward_input 1.3-2x im2col_gemm at MNIST conv2 and the captcha shapes (the
-// saved memory traffic is ~20-40% of im2col_gemm's time there, the rest from double buffering), the
-// weight gradient ~2x (im2col's group split leaves many multiprocessors idle); i.e. around 60-80% of
-// cuDNN's FP32 algorithms. Measured on the H200 (docs/conv-ladder.md): 36-75% of cuDNN FP32 per stage at
-// the MNIST conv2 and captcha shapes.
 //
 // Resources (nvcc 13.0, sm_90, -O3, -Xptxas -v; __launch_bounds__ caps every tile at 128 registers):
 //   tile (threads)         stage                  registers  spill stores/loads (bytes)  shared

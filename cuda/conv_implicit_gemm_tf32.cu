@@ -31,10 +31,7 @@
 //
 // Why faster than implicit_gemm: an H200 SM does 1024 dense TF32 multiply-adds per clock on its tensor
 // cores against 128 FP32 FFMAs; mma.sync (not Hopper's wgmma) reaches perhaps half of the tensor peak,
-// and the gathers (global -> registers -> shared) become the limit. Predicted: 1.5-3x implicit_gemm where
-// the FP32 kernel is compute-bound (MNIST conv2, the captcha's 64..256-channel layers), little gain on
-// conv1-like layers (K = 9 or 27: memory-bound). Measured on the H200 (docs/conv-ladder.md): 56-109% of
-// cuDNN FP32 per stage at the MNIST conv2 and captcha shapes.
+// and the gathers (global -> registers -> shared) become the limit.
 // Not done: wgmma (sm_90a, warpgroup MMA from shared memory), TMA or cp.async staging, swizzled shared
 // layouts; each is a further rung.
 //
@@ -56,7 +53,7 @@
 #include "core/dispatch.h"
 #include "cuda/conv_implicit_gemm.cuh"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

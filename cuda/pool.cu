@@ -24,7 +24,7 @@
 
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {
@@ -193,11 +193,8 @@ __global__ void avg_pool2d_backward_kernel(const T* __restrict__ gy, T* __restri
 //             grad_x is written exactly once, and x is read once instead of once per window it could win.
 // A warp's threads take consecutive windows of a row, so each of the two rows it reads is 64 consecutive
 // values: the loads stay coalesced although each thread's own reads are two apart.
-// Predicted: the backward becomes memory-bound (x and grad_x read and written once, y and grad_y once:
-// 2.5 x the activation's bytes) instead of re-reading each window for each of its positions; about 4x.
-// Measured on the H200 (2026-12-04, `minidl bench --device cuda --op max_pool2d`), MNIST conv2's output
-// at batch 1024 (1024x64x24x24): backward 0.109 ms (3.46 TB/s) against v1_direct's 0.504 and cuDNN's
-// 0.357; forward 0.066 against 0.093 and 0.079. The MNIST training step at batch 1024: 3.65 -> 3.24 ms.
+// Why faster: the backward becomes memory-bound (x and grad_x read and written once, y and grad_y once)
+// instead of re-reading each window for each of its positions.
 template <class T, class I>
 __global__ void max_pool2x2_kernel(const T* __restrict__ x, T* __restrict__ y, I planes, I H, I W, I OH, I OW) {
   const int64_t total = int64_t{planes} * OH * OW;
