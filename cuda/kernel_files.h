@@ -4,8 +4,8 @@
 //
 // Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
 // Files that need cuDNN are listed under MINIDL_WITH_CUDNN, the sm_90a-only files under MINIDL_WITH_SM90A
-// (CMakeLists.txt); files that hold a cuDNN peer beside their own kernels (batchnorm.cu, softmax.cu)
-// guard those entries inside.
+// (CMakeLists.txt); a file that holds a cuDNN peer beside its own kernels (softmax.cu) guards those
+// entries inside.
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
 MINIDL_KERNEL_FILE(register_copy_cuda)         // cuda/copy.cu
 MINIDL_KERNEL_FILE(register_elementwise_cuda)  // cuda/elementwise.cu
@@ -49,5 +49,9 @@ MINIDL_KERNEL_FILE(register_pool_v1_direct_cuda)    // cuda/pool_v1_direct.cu (+
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_pool_cudnn_cuda)        // cuda/pool_cudnn.cu
 #endif
-MINIDL_KERNEL_FILE(register_batchnorm_cuda)    // cuda/batchnorm.cu
+MINIDL_KERNEL_FILE(register_batchnorm_v1_two_pass_cuda)  // cuda/batchnorm_v1_two_pass.cu
+MINIDL_KERNEL_FILE(register_batchnorm_v2_split_cuda)     // cuda/batchnorm_v2_split.cu
+#ifdef MINIDL_WITH_CUDNN
+MINIDL_KERNEL_FILE(register_batchnorm_cudnn_cuda)        // cuda/batchnorm_cudnn.cu
+#endif
 MINIDL_KERNEL_FILE(register_matmul_v8_tuned_cuda)            // cuda/matmul_v8_tuned.cu

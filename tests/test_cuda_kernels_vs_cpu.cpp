@@ -1,5 +1,5 @@
 // tests/test_cuda_kernels_vs_cpu.cpp — the CUDA matmul, conv2d, pooling and batch_norm kernels
-// (cuda/matmul*.cu, cuda/conv_*.cu, cuda/pool_*.cu, cuda/batchnorm.cu, batch_norm_relu included) against
+// (cuda/matmul*.cu, cuda/conv_*.cu, cuda/pool_*.cu, cuda/batchnorm_*.cu, batch_norm_relu included) against
 // the naive CPU reference, kernel by kernel through the dispatch table, then GPU against CPU through the
 // ops with autograd (outputs and every input gradient).
 //
@@ -662,8 +662,8 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
   }
 }
 
-// The fused batch norm + ReLU: the same kernels with the ReLU (cuda/batchnorm.cu), in both dtypes. The
-// backward is given the reference's own output y, so the mask is the same on both sides.
+// The fused batch norm + ReLU: the same kernels with the ReLU (cuda/batchnorm_v1_two_pass.cu,
+// cuda/batchnorm_v2_split.cu), in both dtypes. The backward is given the reference's own output y, so the mask is the same on both sides.
 TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and backward, float32 and float64)",
           "[cuda][batch_norm]") {
   if (!gpu_available()) return;
