@@ -663,7 +663,8 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
 }
 
 // The fused batch norm + ReLU: the same kernels with the ReLU (cuda/batchnorm_v1_two_pass.cu,
-// cuda/batchnorm_v2_split.cu), in both dtypes. The backward is given the reference's own output y, so the mask is the same on both sides.
+// cuda/batchnorm_v2_split.cu), in both dtypes. The backward is given the reference's own output y, so the
+// mask is the same on both sides.
 TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and backward, float32 and float64)",
           "[cuda][batch_norm]") {
   if (!gpu_available()) return;
