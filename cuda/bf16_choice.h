@@ -28,7 +28,7 @@ namespace cuda {
 
 // What identifies a call's choice: the caller's numbers, unused entries 0. The first names the op, so that
 // two ops' shapes never share a choice: 0, 1, 2 the conv2d stages (cuda/conv_cudnn.cu's Stage), 3 matmul
-// (cuda/matmul.cu), negative numbers the tests'; then the shapes and flags. Plain integers, so that looking
+// (cuda/matmul_cublas.cu), negative numbers the tests'; then the shapes and flags. Plain integers, so that looking
 // a choice up formats nothing on every call (the eager MNIST step is host-bound).
 using ChoiceKey = std::array<int64_t, 16>;
 

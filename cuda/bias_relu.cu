@@ -16,7 +16,7 @@
 //      channels of up to millions of values, and one block per channel would leave most of the GPU idle
 //      (but no block sums fewer than 2048 values, or the partials would cost more than they save).
 //   2. finalize: one thread per channel adds its G partials in order and writes grad_bias[c].
-// The two layouts of cpu/bias_relu_fast.cpp differ only in which threads of a block share a channel
+// The two layouts of cpu/bias_relu_omp.cpp differ only in which threads of a block share a channel
 // (kChannels, a template parameter; the kernel is correct with either, the choice is for coalescing):
 //   inner > 1 (after a convolution, [N, C, H*W]): a block is 1 channel x 256 threads; consecutive threads
 //     read consecutive values of a plane, and the tree adds up the 256 sums.
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kBlock) bias_relu_backward_partials(const T* _
     for (Index m = begin + threadIdx.y; m < end; m += kLanes) {
       const Index o = m / inner, i = m - o * inner;
       const Index k = (o * channels + c) * inner + i;
-      const T gk = g[k], outk = out[k];  // both loaded before the select (cpu/bias_relu_fast.cpp's note)
+      const T gk = g[k], outk = out[k];  // both loaded before the select (cpu/bias_relu_omp.cpp's note)
       const T gy = outk > T(0) ? gk : T(0);
       grad_y[k] = gy;
       sum += static_cast<double>(gy);

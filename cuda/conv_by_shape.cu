@@ -4,13 +4,8 @@
 //
 // Why: the dispatch table has one default kernel per key, and cuDNN wins on almost every shape. Not on a
 // convolution with very few input channels, such as MNIST's first (1 channel, 3x3 taps): its GEMM has a
-// reduction of only C * KH * KW = 9 terms, where cuDNN's algorithms carry fixed set-up work. Measured on
-// the H200 with `minidl bench --device cuda --op conv2d` (docs/conv-ladder.md), at [64,1,28,28]*[32,1,3,3]:
-//
-//   stage            cudnn      implicit_gemm
-//   forward          0.037 ms   0.0086 ms
-//   backward_weight  0.062 ms   0.033 ms
-//   backward_input   0.021 ms   0.051 ms    (not needed for a first layer: x needs no gradient)
+// reduction of only C * KH * KW = 9 terms, where cuDNN's algorithms carry fixed set-up work
+// (the stage times are in docs/conv-ladder.md).
 //
 // The rule: forward and backward_weight use the implicit GEMM when C * KH * KW <= kSmallReduction,
 // everything else (and backward_input always) uses cuDNN. If the chosen kernel declines a call (a dtype

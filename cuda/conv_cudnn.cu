@@ -50,7 +50,7 @@
 #include "core/determinism.h"
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "cuda/bf16_choice.h"
 #include "ops/kernel_signatures.h"
 

@@ -22,7 +22,7 @@
 
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "cuda/gemm_tiled.cuh"
 #include "ops/kernel_signatures.h"
 

@@ -33,11 +33,6 @@
 // double-buffered tiles (gemm_tiled has one buffer and waits for each slice's loads), tiles fitted to 32-
 // and 64-channel layers, and a weight-gradient split sized to fill the GPU. The cost: index arithmetic
 // per gathered element (a few integer adds and compares; the divisions are done once per block).
-// Predicted: forward and backward_input 1.3-2x im2col_gemm at MNIST conv2 and the captcha shapes (the
-// saved memory traffic is ~20-40% of im2col_gemm's time there, the rest from double buffering), the
-// weight gradient ~2x (im2col's group split leaves many multiprocessors idle); i.e. around 60-80% of
-// cuDNN's FP32 algorithms. Measured on the H200 (docs/conv-ladder.md): 36-75% of cuDNN FP32 per stage at
-// the MNIST conv2 and captcha shapes.
 //
 // Resources (nvcc 13.0, sm_90, -O3, -Xptxas -v; __launch_bounds__ caps every tile at 128 registers):
 //   tile (threads)         stage                  registers  spill stores/loads (bytes)  shared
@@ -59,6 +54,7 @@
 
 #include "core/dispatch.h"
 #include "cuda/conv_implicit_gemm.cuh"
+#include "cuda/conv_implicit_gemm_launch.cuh"
 #include "cuda/cuda_common.h"
 #include "ops/kernel_signatures.h"
 
@@ -66,32 +62,23 @@ namespace minidl {
 
 namespace {
 
-namespace ig = cuda::implicit_gemm;
+namespace implicit_gemm = cuda::implicit_gemm;
 
 // A block tile for the FFMA kernel: BM x BN, BK = 8, one TM x TN register tile per thread, shared rows
 // padded by 4 floats (keeps the loaders' transposing stores free of bank conflicts, rows 16-byte aligned).
 template <int BM, int BN, int TM, int TN>
-struct Fp32Tile : ig::TileConfig<BM, BN, 8, (BM / TM) * (BN / TN), 4> {
+struct Fp32Tile : implicit_gemm::TileConfig<BM, BN, 8, (BM / TM) * (BN / TN), 4> {
   static constexpr int kTM = TM, kTN = TN;
   static_assert(TM % 4 == 0 && TN % 4 == 0, "register tiles are read as float4");
 };
-
-// forward and backward_input (N = pixels): BN = 128.
-using Rows128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
-using Rows64 = Fp32Tile<64, 128, 8, 8>;    // 128 threads
-using Rows32 = Fp32Tile<32, 128, 4, 8>;    // 128 threads
-// backward_weight (M = O, N = C*KH*KW), chosen by ig::weight_tile in this order.
-using Weight128x128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
-using Weight64x64 = Fp32Tile<64, 64, 4, 8>;      // 128 threads (8x8 register tiles spilled here)
-using Weight32x64 = Fp32Tile<32, 64, 4, 8>;      // 64 threads: 32 output channels, 3x3 kernels (N = 288 c)
-using Weight32x32 = Fp32Tile<32, 32, 4, 4>;      // 64 threads
 
 // One block per BM x BN tile of C (blockIdx.x: columns, blockIdx.y: rows) and per K range (blockIdx.z,
 // the weight gradient's splits). Thread (ty, tx) owns rows g*(4 BM/TM) + ty*4 + {0..3} and columns
 // g*(4 BN/TN) + tx*4 + {0..3} of the tile: groups of 4 that consecutive threads read as consecutive
 // float4s from shared memory. The launch bounds cap registers at 128 per thread (512 threads per SM).
 template <class Cfg, class Stage>
-__global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads) conv_implicit_gemm_kernel(const ig::GemmParams p) {
+__global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads)
+    conv_implicit_gemm_kernel(const implicit_gemm::GemmParams p) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, TM = Cfg::kTM, TN = Cfg::kTN;
   __shared__ __align__(16) float As[2][BK][Cfg::kLdA];
   __shared__ __align__(16) float Bs[2][BK][Cfg::kLdB];
@@ -156,7 +143,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads) conv_impli
     const int n = n0 + g * (4 * BN / TN) + tx * 4;
     if (n >= p.N) continue;
     const bool vec = p.out_vec == 4 && n + 3 < p.N;
-    const int col = ig::column_offset(p, n);
+    const int col = implicit_gemm::column_offset(p, n);
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
       const int m = m0 + (i / 4) * (4 * BM / TM) + ty * 4 + i % 4;
@@ -167,119 +154,43 @@ __global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads) conv_impli
       } else {
 #pragma unroll
         for (int c = 0; c < 4; ++c)
-          if (n + c < p.N) out[ig::column_offset(p, n + c) + m * p.plane] = acc[i][g * 4 + c];
+          if (n + c < p.N) out[implicit_gemm::column_offset(p, n + c) + m * p.plane] = acc[i][g * 4 + c];
       }
     }
   }
 }
 
-template <class Cfg, class Stage>
-void launch(const ig::GemmParams& p, int splits, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((p.N + Cfg::BN - 1) / Cfg::BN), static_cast<unsigned>((p.M + Cfg::BM - 1) / Cfg::BM),
-                  static_cast<unsigned>(splits));
-  conv_implicit_gemm_kernel<Cfg, Stage><<<grid, Cfg::kThreads, 0, stream>>>(p);
-  MINIDL_LAUNCH_CHECK();
-}
+// What the shared host side (cuda/conv_implicit_gemm_launch.cuh) needs from this file: the kernel and
+// its tiles.
+struct Kernels {
+  static constexpr bool kTf32 = false;
+  // forward and backward_input (N = pixels): BN = 128.
+  using Rows128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
+  using Rows64 = Fp32Tile<64, 128, 8, 8>;    // 128 threads
+  using Rows32 = Fp32Tile<32, 128, 4, 8>;    // 128 threads
+  // backward_weight (M = O, N = C*KH*KW), chosen by implicit_gemm::weight_tile in this order.
+  using Weight128x128 = Fp32Tile<128, 128, 8, 8>;  // 256 threads
+  using Weight64x64 = Fp32Tile<64, 64, 4, 8>;      // 128 threads (8x8 register tiles spilled here)
+  using Weight32x64 = Fp32Tile<32, 64, 4, 8>;      // 64 threads: 32 output channels, 3x3 kernels (N = 288 c)
+  using Weight32x32 = Fp32Tile<32, 32, 4, 4>;      // 64 threads
+  template <class Cfg, class Stage>
+  static void launch(dim3 grid, const implicit_gemm::GemmParams& p, cudaStream_t stream) {
+    conv_implicit_gemm_kernel<Cfg, Stage><<<grid, Cfg::kThreads, 0, stream>>>(p);
+  }
+};
 
-void fill_zero(Tensor& t, cudaStream_t stream) {
-  MINIDL_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, static_cast<size_t>(t.numel()) * sizeof(float), stream));
-}
-
-// ---------------------------------------------------------------- forward
 bool conv2d_implicit_gemm(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& cp) {
-  if (!ig::float32_contiguous_cuda({&x, &w, &y})) return false;
-  const int device = y.device().index;
-  cuda::set_device(device);
-  if (y.numel() == 0) return true;
-  ig::ConvShape s;
-  if (!ig::conv_shape(x, w, y, cp, s)) return false;
-  const cudaStream_t stream = cuda::stream(device);
-  const ig::GemmParams p = ig::forward_gemm(s, x.data<float>(), w.data<float>(), y.data<float>());
-  if (p.K == 0) {  // no input channels: an empty sum
-    fill_zero(y, stream);
-    return true;
-  }
-  switch (ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
-    case 128: launch<Rows128, ig::ForwardStage<Rows128, false>>(p, 1, stream); break;
-    case 64: launch<Rows64, ig::ForwardStage<Rows64, false>>(p, 1, stream); break;
-    default: launch<Rows32, ig::ForwardStage<Rows32, false>>(p, 1, stream); break;
-  }
-  return true;
-}
-
-// ---------------------------------------------------------------- backward_input
-template <bool kUnitStride>
-void launch_backward_input(const ig::GemmParams& p, int bm, cudaStream_t stream) {
-  switch (bm) {
-    case 128: launch<Rows128, ig::BackwardInputStage<Rows128, false, kUnitStride>>(p, 1, stream); break;
-    case 64: launch<Rows64, ig::BackwardInputStage<Rows64, false, kUnitStride>>(p, 1, stream); break;
-    default: launch<Rows32, ig::BackwardInputStage<Rows32, false, kUnitStride>>(p, 1, stream); break;
-  }
+  return implicit_gemm::forward<Kernels>(x, w, y, cp);
 }
 
 bool conv2d_backward_input_implicit_gemm(const Tensor& grad_y, const Tensor& w, Tensor& grad_x,
                                          const Conv2dParams& cp) {
-  if (!ig::float32_contiguous_cuda({&grad_y, &w, &grad_x})) return false;
-  const int device = grad_x.device().index;
-  cuda::set_device(device);
-  if (grad_x.numel() == 0) return true;
-  ig::ConvShape s;
-  if (!ig::conv_shape(grad_x, w, grad_y, cp, s)) return false;
-  const cudaStream_t stream = cuda::stream(device);
-  if (w.numel() == 0 || grad_y.numel() == 0) {  // no output channels or no output pixels: nothing reads x
-    fill_zero(grad_x, stream);
-    return true;
-  }
-  // A is w with c first: a plain row-major [C, O*KH*KW] matrix, like forward's A.
-  Tensor w_by_c = empty({w.numel()}, TensorOptions(DType::float32, Device::cuda(device)));
-  ig::relayout_weight_by_channel(w.data<float>(), w_by_c.data<float>(), s, stream);
-  const ig::GemmParams p = ig::backward_input_gemm(s, grad_y.data<float>(), w_by_c.data<float>(), grad_x.data<float>());
-  const int bm = ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
-  if (s.sh == 1 && s.sw == 1)
-    launch_backward_input<true>(p, bm, stream);
-  else
-    launch_backward_input<false>(p, bm, stream);
-  return true;  // w_by_c is freed on the host now, safely: every kernel of the device runs on its one stream
-}
-
-// ---------------------------------------------------------------- backward_weight
-// Splits K for about 1,024 threads per multiprocessor (ig::set_splits), runs the GEMM into grad_w or into
-// per-split partial sums, and adds those up in a fixed order.
-template <class Cfg>
-void backward_weight(ig::GemmParams p, Tensor& grad_w, int device, cudaStream_t stream) {
-  const int64_t tiles = int64_t{(p.M + Cfg::BM - 1) / Cfg::BM} * ((p.N + Cfg::BN - 1) / Cfg::BN);
-  const int splits = ig::set_splits(p, tiles, Cfg::BK, Cfg::kThreads, cuda::properties(device).multiProcessorCount);
-  Tensor partial;
-  if (splits > 1) {
-    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
-    p.out = partial.data<float>();
-    p.out_vec = ig::vector_width(p.out, p.plane);
-  }
-  launch<Cfg, ig::BackwardWeightStage<Cfg, false>>(p, splits, stream);
-  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
+  return implicit_gemm::backward_input<Kernels>(grad_y, w, grad_x, cp);
 }
 
 bool conv2d_backward_weight_implicit_gemm(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                           const Conv2dParams& cp) {
-  if (!ig::float32_contiguous_cuda({&x, &grad_y, &grad_w})) return false;
-  const int device = grad_w.device().index;
-  cuda::set_device(device);
-  if (grad_w.numel() == 0) return true;
-  ig::ConvShape s;
-  if (!ig::conv_shape(x, grad_w, grad_y, cp, s)) return false;
-  const cudaStream_t stream = cuda::stream(device);
-  ig::GemmParams p = ig::backward_weight_gemm(s, x.data<float>(), grad_y.data<float>(), grad_w.data<float>());
-  if (p.K == 0) {  // no output pixels (an empty batch): an empty sum
-    fill_zero(grad_w, stream);
-    return true;
-  }
-  switch (ig::weight_tile(p, {{128, 128}, {64, 64}, {32, 64}, {32, 32}})) {
-    case 0: backward_weight<Weight128x128>(p, grad_w, device, stream); break;
-    case 1: backward_weight<Weight64x64>(p, grad_w, device, stream); break;
-    case 2: backward_weight<Weight32x64>(p, grad_w, device, stream); break;
-    default: backward_weight<Weight32x32>(p, grad_w, device, stream); break;
-  }
-  return true;
+  return implicit_gemm::backward_weight<Kernels>(x, grad_y, grad_w, cp);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // stages written as GEMMs whose operand tiles are gathered straight from the NCHW tensors (the "tile
 // loaders"), the output mapping, the split-K sum of the weight gradient and the host-side checks.
 // cuda/conv_implicit_gemm.cu multiplies the tiles with FP32 FFMA, cuda/conv_implicit_gemm_tf32.cu with
-// TF32 tensor cores (mma.sync); the gathers are the same code.
+// TF32 tensor cores (mma.sync); the gathers are the same code, and so is the host side
+// (cuda/conv_implicit_gemm_launch.cuh).
 //
 // The stages as C[M, N] = sum_k A[M, K] B[K, N], with x [Nb, C, H, W], w [O, C, KH, KW], y [Nb, O, OH, OW]
 // (ops/kernel_signatures.h), k = (c,i,j) meaning k = (c*KH + i)*KW + j, and likewise for the others:

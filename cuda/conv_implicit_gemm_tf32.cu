@@ -31,10 +31,7 @@
 //
 // Why faster than implicit_gemm: an H200 SM does 1024 dense TF32 multiply-adds per clock on its tensor
 // cores against 128 FP32 FFMAs; mma.sync (not Hopper's wgmma) reaches perhaps half of the tensor peak,
-// and the gathers (global -> registers -> shared) become the limit. Predicted: 1.5-3x implicit_gemm where
-// the FP32 kernel is compute-bound (MNIST conv2, the captcha's 64..256-channel layers), little gain on
-// conv1-like layers (K = 9 or 27: memory-bound). Measured on the H200 (docs/conv-ladder.md): 56-109% of
-// cuDNN FP32 per stage at the MNIST conv2 and captcha shapes.
+// and the gathers (global -> registers -> shared) become the limit.
 // Not done: wgmma (sm_90a, warpgroup MMA from shared memory), TMA or cp.async staging, swizzled shared
 // layouts; each is a further rung.
 //
@@ -55,37 +52,28 @@
 
 #include "core/dispatch.h"
 #include "cuda/conv_implicit_gemm.cuh"
+#include "cuda/conv_implicit_gemm_launch.cuh"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {
 
 namespace {
 
-namespace ig = cuda::implicit_gemm;
+namespace implicit_gemm = cuda::implicit_gemm;
 
 constexpr const char* kName = "implicit_gemm_tf32";
 
 // A block tile for the tensor-core kernel: BM x BN, BK = 16, WARPS_M x WARPS_N warps each owning a
 // WM x WN warp tile of MT x NT mma tiles (16 x 8 each); shared rows padded by 8 floats (see above).
 template <int BM, int BN, int WARPS_M, int WARPS_N>
-struct Tf32Tile : ig::TileConfig<BM, BN, 16, 32 * WARPS_M * WARPS_N, 8> {
+struct Tf32Tile : implicit_gemm::TileConfig<BM, BN, 16, 32 * WARPS_M * WARPS_N, 8> {
   static constexpr int kWarpsM = WARPS_M;
   static constexpr int kWM = BM / WARPS_M, kWN = BN / WARPS_N;
   static constexpr int kMT = kWM / 16, kNT = kWN / 8;
   static_assert(kWM % 16 == 0 && kWN % 8 == 0, "warp tiles are whole mma tiles");
 };
-
-// forward and backward_input (N = pixels): BN = 128.
-using Rows128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
-using Rows64 = Tf32Tile<64, 128, 2, 4>;    // 256 threads, warp tile 32x32
-using Rows32 = Tf32Tile<32, 128, 1, 4>;    // 128 threads, warp tile 32x32
-// backward_weight (M = O, N = C*KH*KW), chosen by ig::weight_tile in this order.
-using Weight128x128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
-using Weight64x64 = Tf32Tile<64, 64, 2, 2>;      // 128 threads, warp tile 32x32
-using Weight32x64 = Tf32Tile<32, 64, 1, 4>;      // 128 threads, warp tile 32x16
-using Weight32x32 = Tf32Tile<32, 32, 1, 2>;      // 64 threads, warp tile 32x16
 
 // D += A B for one 16x8x8 tile; a and b hold TF32 bit patterns (the loaders rounded them).
 __device__ __forceinline__ void mma_tf32_16x8x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
@@ -101,7 +89,7 @@ __device__ __forceinline__ void mma_tf32_16x8x8(float (&d)[4], const uint32_t (&
 // resident threads per SM, capping registers at 128.
 template <class Cfg, class Stage>
 __global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads)
-    conv_implicit_gemm_tf32_kernel(const ig::GemmParams p) {
+    conv_implicit_gemm_tf32_kernel(const implicit_gemm::GemmParams p) {
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, MT = Cfg::kMT, NT = Cfg::kNT;
   __shared__ __align__(16) float As[2][BK][Cfg::kLdA];
   __shared__ __align__(16) float Bs[2][BK][Cfg::kLdB];
@@ -164,8 +152,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads)
     const int n = n0 + wn + j * 8 + 2 * t;
     if (n >= p.N) continue;
     const bool vec = p.out_vec >= 2 && n + 1 < p.N;
-    const int col0 = ig::column_offset(p, n);
-    const int col1 = n + 1 < p.N ? ig::column_offset(p, n + 1) : 0;
+    const int col0 = implicit_gemm::column_offset(p, n);
+    const int col1 = n + 1 < p.N ? implicit_gemm::column_offset(p, n + 1) : 0;
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
 #pragma unroll
@@ -183,117 +171,42 @@ __global__ void __launch_bounds__(Cfg::kThreads, 512 / Cfg::kThreads)
   }
 }
 
-template <class Cfg, class Stage>
-void launch(const ig::GemmParams& p, int splits, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((p.N + Cfg::BN - 1) / Cfg::BN), static_cast<unsigned>((p.M + Cfg::BM - 1) / Cfg::BM),
-                  static_cast<unsigned>(splits));
-  conv_implicit_gemm_tf32_kernel<Cfg, Stage><<<grid, Cfg::kThreads, 0, stream>>>(p);
-  MINIDL_LAUNCH_CHECK();
-}
-
-void fill_zero(Tensor& t, cudaStream_t stream) {
-  MINIDL_CUDA_CHECK(cudaMemsetAsync(t.raw_data(), 0, static_cast<size_t>(t.numel()) * sizeof(float), stream));
-}
+// What the shared host side (cuda/conv_implicit_gemm_launch.cuh) needs from this file: the kernel and
+// its tiles.
+struct Kernels {
+  static constexpr bool kTf32 = true;
+  // forward and backward_input (N = pixels): BN = 128.
+  using Rows128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
+  using Rows64 = Tf32Tile<64, 128, 2, 4>;    // 256 threads, warp tile 32x32
+  using Rows32 = Tf32Tile<32, 128, 1, 4>;    // 128 threads, warp tile 32x32
+  // backward_weight (M = O, N = C*KH*KW), chosen by implicit_gemm::weight_tile in this order.
+  using Weight128x128 = Tf32Tile<128, 128, 2, 4>;  // 256 threads, warp tile 64x32
+  using Weight64x64 = Tf32Tile<64, 64, 2, 2>;      // 128 threads, warp tile 32x32
+  using Weight32x64 = Tf32Tile<32, 64, 1, 4>;      // 128 threads, warp tile 32x16
+  using Weight32x32 = Tf32Tile<32, 32, 1, 2>;      // 64 threads, warp tile 32x16
+  template <class Cfg, class Stage>
+  static void launch(dim3 grid, const implicit_gemm::GemmParams& p, cudaStream_t stream) {
+    conv_implicit_gemm_tf32_kernel<Cfg, Stage><<<grid, Cfg::kThreads, 0, stream>>>(p);
+  }
+};
 
 // TF32 only when MINIDL_TF32=1 or when this kernel is selected for conv2d on CUDA by name.
 bool tf32_wanted() {
   return cuda::tf32_enabled() || KernelRegistry::instance().selected("conv2d", DeviceType::cuda) == kName;
 }
 
-// ---------------------------------------------------------------- forward
 bool conv2d_implicit_gemm_tf32(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& cp) {
-  if (!tf32_wanted() || !ig::float32_contiguous_cuda({&x, &w, &y})) return false;
-  const int device = y.device().index;
-  cuda::set_device(device);
-  if (y.numel() == 0) return true;
-  ig::ConvShape s;
-  if (!ig::conv_shape(x, w, y, cp, s)) return false;
-  const cudaStream_t stream = cuda::stream(device);
-  const ig::GemmParams p = ig::forward_gemm(s, x.data<float>(), w.data<float>(), y.data<float>());
-  if (p.K == 0) {
-    fill_zero(y, stream);
-    return true;
-  }
-  switch (ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount)) {
-    case 128: launch<Rows128, ig::ForwardStage<Rows128, true>>(p, 1, stream); break;
-    case 64: launch<Rows64, ig::ForwardStage<Rows64, true>>(p, 1, stream); break;
-    default: launch<Rows32, ig::ForwardStage<Rows32, true>>(p, 1, stream); break;
-  }
-  return true;
-}
-
-// ---------------------------------------------------------------- backward_input
-template <bool kUnitStride>
-void launch_backward_input(const ig::GemmParams& p, int bm, cudaStream_t stream) {
-  switch (bm) {
-    case 128: launch<Rows128, ig::BackwardInputStage<Rows128, true, kUnitStride>>(p, 1, stream); break;
-    case 64: launch<Rows64, ig::BackwardInputStage<Rows64, true, kUnitStride>>(p, 1, stream); break;
-    default: launch<Rows32, ig::BackwardInputStage<Rows32, true, kUnitStride>>(p, 1, stream); break;
-  }
+  return tf32_wanted() && implicit_gemm::forward<Kernels>(x, w, y, cp);
 }
 
 bool conv2d_backward_input_implicit_gemm_tf32(const Tensor& grad_y, const Tensor& w, Tensor& grad_x,
                                               const Conv2dParams& cp) {
-  if (!tf32_wanted() || !ig::float32_contiguous_cuda({&grad_y, &w, &grad_x})) return false;
-  const int device = grad_x.device().index;
-  cuda::set_device(device);
-  if (grad_x.numel() == 0) return true;
-  ig::ConvShape s;
-  if (!ig::conv_shape(grad_x, w, grad_y, cp, s)) return false;
-  const cudaStream_t stream = cuda::stream(device);
-  if (w.numel() == 0 || grad_y.numel() == 0) {
-    fill_zero(grad_x, stream);
-    return true;
-  }
-  Tensor w_by_c = empty({w.numel()}, TensorOptions(DType::float32, Device::cuda(device)));
-  ig::relayout_weight_by_channel(w.data<float>(), w_by_c.data<float>(), s, stream);
-  const ig::GemmParams p = ig::backward_input_gemm(s, grad_y.data<float>(), w_by_c.data<float>(), grad_x.data<float>());
-  const int bm = ig::pixel_stage_rows(p, cuda::properties(device).multiProcessorCount);
-  if (s.sh == 1 && s.sw == 1)
-    launch_backward_input<true>(p, bm, stream);
-  else
-    launch_backward_input<false>(p, bm, stream);
-  return true;
-}
-
-// ---------------------------------------------------------------- backward_weight
-// Splits K for about 1,024 threads per multiprocessor (ig::set_splits), runs the GEMM into grad_w or into
-// per-split partial sums, and adds those up in a fixed order.
-template <class Cfg>
-void backward_weight(ig::GemmParams p, Tensor& grad_w, int device, cudaStream_t stream) {
-  const int64_t tiles = int64_t{(p.M + Cfg::BM - 1) / Cfg::BM} * ((p.N + Cfg::BN - 1) / Cfg::BN);
-  const int splits = ig::set_splits(p, tiles, Cfg::BK, Cfg::kThreads, cuda::properties(device).multiProcessorCount);
-  Tensor partial;
-  if (splits > 1) {
-    partial = empty({int64_t{splits} * p.M * p.N}, TensorOptions(DType::float32, Device::cuda(device)));
-    p.out = partial.data<float>();
-    p.out_vec = ig::vector_width(p.out, p.plane);
-  }
-  launch<Cfg, ig::BackwardWeightStage<Cfg, true>>(p, splits, stream);
-  if (splits > 1) ig::sum_splits(partial.data<float>(), grad_w.data<float>(), p.M * p.N, splits, stream);
+  return tf32_wanted() && implicit_gemm::backward_input<Kernels>(grad_y, w, grad_x, cp);
 }
 
 bool conv2d_backward_weight_implicit_gemm_tf32(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                                const Conv2dParams& cp) {
-  if (!tf32_wanted() || !ig::float32_contiguous_cuda({&x, &grad_y, &grad_w})) return false;
-  const int device = grad_w.device().index;
-  cuda::set_device(device);
-  if (grad_w.numel() == 0) return true;
-  ig::ConvShape s;
-  if (!ig::conv_shape(x, grad_w, grad_y, cp, s)) return false;
-  const cudaStream_t stream = cuda::stream(device);
-  ig::GemmParams p = ig::backward_weight_gemm(s, x.data<float>(), grad_y.data<float>(), grad_w.data<float>());
-  if (p.K == 0) {
-    fill_zero(grad_w, stream);
-    return true;
-  }
-  switch (ig::weight_tile(p, {{128, 128}, {64, 64}, {32, 64}, {32, 32}})) {
-    case 0: backward_weight<Weight128x128>(p, grad_w, device, stream); break;
-    case 1: backward_weight<Weight64x64>(p, grad_w, device, stream); break;
-    case 2: backward_weight<Weight32x64>(p, grad_w, device, stream); break;
-    default: backward_weight<Weight32x32>(p, grad_w, device, stream); break;
-  }
-  return true;
+  return tf32_wanted() && implicit_gemm::backward_weight<Kernels>(x, grad_y, grad_w, cp);
 }
 
 }  // namespace

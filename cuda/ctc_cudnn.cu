@@ -69,7 +69,7 @@
 
 #include "core/determinism.h"
 #include "core/dispatch.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "cuda/device_utils.cuh"
 #include "ops/kernel_signatures.h"
 

@@ -4,8 +4,8 @@
 //
 // Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
 // Files that need cuDNN are listed under MINIDL_WITH_CUDNN, the sm_90a-only files under MINIDL_WITH_SM90A
-// (CMakeLists.txt); files that hold a cuDNN peer beside their own kernels (pool.cu, batchnorm.cu,
-// softmax.cu) guard those entries inside.
+// (CMakeLists.txt); a file that holds a cuDNN peer beside its own kernels (softmax.cu) guards those
+// entries inside.
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
 MINIDL_KERNEL_FILE(register_copy_cuda)         // cuda/copy.cu
 MINIDL_KERNEL_FILE(register_elementwise_cuda)  // cuda/elementwise.cu
@@ -21,7 +21,10 @@ MINIDL_KERNEL_FILE(register_ctc_cuda)          // cuda/ctc.cu
 MINIDL_KERNEL_FILE(register_rnn_cudnn_cuda)    // cuda/rnn_cudnn.cu (gru_sequence, lstm_sequence)
 MINIDL_KERNEL_FILE(register_ctc_cudnn_cuda)    // cuda/ctc_cudnn.cu
 #endif
-MINIDL_KERNEL_FILE(register_matmul_cuda)       // cuda/matmul.cu
+MINIDL_KERNEL_FILE(register_matmul_v1_naive_cuda)            // cuda/matmul_v1_naive.cu
+MINIDL_KERNEL_FILE(register_matmul_v2_smem_tiled_cuda)       // cuda/matmul_v2_smem_tiled.cu
+MINIDL_KERNEL_FILE(register_matmul_v3_register_blocked_cuda) // cuda/matmul_v3_register_blocked.cu
+MINIDL_KERNEL_FILE(register_matmul_cublas_cuda)              // cuda/matmul_cublas.cu
 MINIDL_KERNEL_FILE(register_matmul_v4_warptiled_cuda)        // cuda/matmul_v4_warptiled.cu
 MINIDL_KERNEL_FILE(register_matmul_v5_double_buffered_cuda)  // cuda/matmul_v5_double_buffered.cu
 MINIDL_KERNEL_FILE(register_matmul_v6_cp_async_cuda)         // cuda/matmul_v6_cp_async.cu
@@ -41,6 +44,14 @@ MINIDL_KERNEL_FILE(register_conv_implicit_gemm_tf32_cuda)  // cuda/conv_implicit
 MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
 MINIDL_KERNEL_FILE(register_conv_by_shape_cuda)  // cuda/conv_by_shape.cu (cuDNN or implicit_gemm, per shape)
 #endif
-MINIDL_KERNEL_FILE(register_pool_cuda)         // cuda/pool.cu
-MINIDL_KERNEL_FILE(register_batchnorm_cuda)    // cuda/batchnorm.cu
+MINIDL_KERNEL_FILE(register_pool_v2_2x2_cuda)      // cuda/pool_v2_2x2.cu
+MINIDL_KERNEL_FILE(register_pool_v1_direct_cuda)    // cuda/pool_v1_direct.cu (+ cuda/pool_v1_direct.cuh)
+#ifdef MINIDL_WITH_CUDNN
+MINIDL_KERNEL_FILE(register_pool_cudnn_cuda)        // cuda/pool_cudnn.cu
+#endif
+MINIDL_KERNEL_FILE(register_batchnorm_v1_two_pass_cuda)  // cuda/batchnorm_v1_two_pass.cu
+MINIDL_KERNEL_FILE(register_batchnorm_v2_split_cuda)     // cuda/batchnorm_v2_split.cu
+#ifdef MINIDL_WITH_CUDNN
+MINIDL_KERNEL_FILE(register_batchnorm_cudnn_cuda)        // cuda/batchnorm_cudnn.cu
+#endif
 MINIDL_KERNEL_FILE(register_matmul_v8_tuned_cuda)            // cuda/matmul_v8_tuned.cu

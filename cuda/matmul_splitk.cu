@@ -6,12 +6,8 @@
 // GPU has multiprocessors, K is split across blocks (cuda/sgemm_split_k.cuh draws it): the same
 // pipelined kernel computes one partial product per split into a workspace, and a second kernel adds
 // the partials in split order. Every other shape runs exactly as v6.
-// Why faster, predicted: MNIST fc1 (64 x 128 x 9216, B^T) is two 64 x 64 tiles: v6 runs 2 blocks of 2
-// warps, each walking all 9216 k, on a GPU of 132 multiprocessors (~1.5% of it). Split 116 ways
-// (depth 80; planned for about 2 blocks per multiprocessor) it runs 232 blocks, and the partials cost
-// 116 x 32 KB written and read back (3.8 MB, a few microseconds at HBM speed). Predicted 20-50x v6 on
-// fc1, reaching at least half of cuBLAS there; no change on shapes with enough tiles. Measured on the H200
-// (docs/gemm-ladder.md): fc1 4.31 TFLOP/s = 56.6% of cuBLAS (v6 without splits: 1.1%).
+// Why faster: a product with few output tiles (MNIST fc1, 64 x 128 x 9216: two 64 x 64 tiles) leaves
+// most multiprocessors idle; split over K it runs on all of them, and the partials cost little traffic.
 // Rounding: a split sum groups the additions differently from the unsplit one, so results differ from
 // v6 in the last bits (still exact float32 FMAs, deterministic run to run).
 // ptxas (sm_90, CUDA 13.0): the pipelined kernel as v6 (no spills); the reduction 32 registers.

@@ -22,13 +22,8 @@
 // for 16 mma: the fragment reads are scalar, laid out to hit 32 different banks (TileLayout below).
 // The shared tiles keep the operand's stored orientation, so every copy is a 16-byte cp.async when rows
 // are aligned (v6's 3-stage pipeline, cuda/sgemm_common.cuh; 4-byte copies otherwise).
-// Why faster, predicted: an H100/H200 SM does ~4x more TF32 FMAs per clock on mma.sync than FP32 FFMAs
-// (the dense TF32 datasheet rate is ~7x FP32, wgmma needed for the rest); fragments are read from shared
-// memory at 1.5 scalar loads per mma, which should keep it at roughly 40-60% of cuBLAS TF32 at 4096^3,
-// ~2-3x our best FP32 kernel. Measured on the H200 (docs/gemm-ladder.md): 4096^3 96.2 TFLOP/s = 1.9x cuBLAS
-// FP32, 23.8% of cuBLAS TF32.
+// Why faster: an H100/H200 SM does ~4x more TF32 FMAs per clock on mma.sync than FP32 FFMAs.
 // Not done: ldmatrix fragment loads, larger warp tiles, split-K (fc1 runs 1 block: slow there).
-// ptxas (sm_90, CUDA 13.0): 113-114 registers, 102-108 KB dynamic shared memory, no spills.
 #include <type_traits>
 
 #include "cuda/sgemm_common.cuh"

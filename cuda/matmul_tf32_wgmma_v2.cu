@@ -9,7 +9,7 @@
 // capability 9.0 and MINIDL_TF32=1 or this kernel is selected by name (cuda/sgemm_common.cuh,
 // tf32_kernel_allowed); inputs reach the tensor cores unrounded (truncated to TF32 by the hardware).
 //
-// What changes from tf32_wgmma (72.9 TFLOP/s = 18.2% of cuBLAS TF32 at 4096^3 NN), and why it should help:
+// What changes from tf32_wgmma, and why it should help:
 //
 // 1. The main loop sees only K-major operands with 16-byte aligned rows, so it issues only 16-byte
 //    cp.async copies. wgmma takes TF32 operands K-major only (its transpose bits exist for 16-bit types),
@@ -57,20 +57,6 @@
 // Not done: TMA or cp.async.bulk with mbarriers and a producer warpgroup (setmaxnreg); 2-block clusters
 // with TMA multicast (halves the L2 reads, what cuBLAS does); block rasterization for L2 reuse; a
 // persistent grid; an epilogue staged through shared memory.
-//
-// Predicted at 4096^3 NN (MINIDL_TF32=1; cuBLAS TF32 measured 400.8 TFLOP/s, 343 us): 45-65% of cuBLAS
-// TF32 (180-260 TFLOP/s), 2.5-3.5x tf32_wgmma. Reasoning: the tensor-core bound is 535 TFLOP/s (1,024
-// TF32 products per clock per multiprocessor x 132 x 1.98 GHz), 257 us, so with wgmma kept busy the loop
-// is bound instead by moving 3.2 GB from L2 into shared memory: 460-585 us at the 5.5-7 TB/s reported for
-// Hopper's L2. Add ~40 us packing B, a grid of 3.9 waves (512 blocks on 132 multiprocessors, ~3%) and
-// one barrier per slice that a single resident block cannot hide: 530-760 us.
-// ptxas (sm_90a, CUDA 13.0): 154 registers, 193 KB dynamic shared memory, no spills; pack_k_major_kernel
-// 32-34 registers, 4.1 KB static shared memory.
-// Measured (H200, 2026-12-04, MINIDL_TF32=1 minidl bench --device cuda --op matmul --shape
-// matmul:4096x4096x4096 ...): 149.6 TFLOP/s = 36.6% of cuBLAS TF32 at 4096^3 NN (tf32_wgmma 17.8%), 37.7% NT
-// (no pre-pass), 54.9% TN: below the prediction, and no faster without the pre-pass, so the main loop is the
-// limit (the same warps copy and multiply; one block per multiprocessor cannot hide the barrier per slice).
-// Tests ([tf32] sweeps) pass, memcheck clean. tf32_wgmma_v3 is the next step.
 #include "core/tensor.h"
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"

@@ -12,8 +12,7 @@
 // as B^T stored [N, K]. Same block tile as v2: 128 x 256, 2 consumer warpgroups of 64 x 256 each issuing
 // wgmma.m64n256k8, K slices of 32 floats (one 128-byte swizzle row), 4 stages (192 KB).
 //
-// What changes from tf32_wgmma_v2 (measured 36.6% of cuBLAS TF32 at 4096^3 NN, 37.7% NT: its main loop,
-// not the pre-pass, is the limit), and why it should help:
+// What changes from tf32_wgmma_v2 (its main loop, not the pre-pass, is the limit), and why it should help:
 //
 // 1. TMA loads. A stage is filled by cp.async.bulk.tensor copies that one thread issues, instead of 12
 //    16-byte cp.async per thread of 256 threads (3,072 instructions with their address arithmetic and
@@ -58,23 +57,6 @@
 //    into or arrived on before it exists) and before exiting (so no arrival targets a finished block).
 //    The grid's row tiles are rounded up to an even count; a padding block multiplies zeros (its A box
 //    lies outside the matrix) and writes nothing. kClusterM = 1 gives the same kernel without clusters.
-//
-// Predicted at 4096^3 NN (MINIDL_TF32=1; cuBLAS TF32 measured 336 us, 409 TFLOP/s): 60-85% of cuBLAS TF32
-// (395-560 us, 245-350 TFLOP/s), 1.6-2.3x v2. Reasoning: the tensor-core bound is 257 us (535 TFLOP/s).
-// v2 moved 3.2 GB from L2 into shared memory (460-585 us at the 5.5-7 TB/s reported for Hopper's L2) and
-// stalled at a block-wide barrier every slice, measured 920 us; here 2.1 GB (300-380 us) moved in 16 KB
-// requests by the copy engine with a 3-slice lead, so the loop should approach the larger of the two
-// bounds plus what a non-persistent grid loses: 3.9 waves of 512 blocks on 132 multiprocessors (the last
-// wave 88% full), the prologue and epilogue of each tile not overlapped with another tile's loop, and for
-// NN the ~40 us pre-pass that transposes B. Left for later: a persistent grid with rasterization, an
-// epilogue overlapped with the next tile (cuBLAS does both), larger clusters.
-// ptxas (sm_90a, CUDA 13.0): 168 registers at launch (65,536 / 384; setmaxnreg then moves them between
-// the warpgroups), 193 KB dynamic shared memory, no spills.
-// Measured (H200, 2026-12-04, MINIDL_TF32=1 minidl bench --device cuda --op matmul --kernel cublas --kernel
-// tf32_wgmma_v2 --kernel tf32_wgmma_v3, medians): 4096^3 NN 237 TFLOP/s = 65.9% of cuBLAS TF32 (whose median,
-// 0.382 ms, was slowed by noise: against cuBLAS's best time, 0.335 ms, 58%), 4096^3 NT 61.6%, 2048^3 58.5%;
-// v2 in the same run 41.3%, 37.6%, 37.0%. A second run (another host): NN 59.1%, NT 62.9%. At the low end
-// of the prediction; the goal of 70% is missed by 4 to 11 points. [tf32] sweeps pass, memcheck clean.
 #include <cuda.h>  // CUtensorMap and its enums (types only: no libcuda function is linked)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
 

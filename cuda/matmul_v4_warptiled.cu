@@ -22,14 +22,8 @@
 //   - K-contiguous tiles (A plain, B transposed) are stored transposed with a lane layout whose four
 //     scalar stores hit 32 different banks (StagedTile).
 // Still load -> barrier -> compute -> barrier: the warps wait for global memory at every slice (v5 overlaps).
-// Why faster, predicted: a smaller improvement than v2->v3: shared-memory bandwidth was not v3's limit
-// (v3 needs ~4.5 shared-memory clocks per 16 FMA clocks); the gain is from half the barriers and
-// fewer shared loads issued. Predicted +10 to +25% over v3 at 2048^3-4096^3, about equal at 512^3-1024^3
-// (where both run 64 x 64 tiles of 2 warps). Measured on the H200 (minidl bench, docs/gemm-ladder.md):
-// 4096^3 39.2 TFLOP/s = 76.3% of cuBLAS (v3: 66.5%).
+// Why faster: half the barriers and fewer shared loads issued per FMA than v3.
 // Tiles: 128 x 128 when that gives every multiprocessor a block, else 64 x 64 (v3's rule, use_128_tiles).
-// ptxas (sm_90, CUDA 13.0), over the 4 transpose instantiations: 128 x 128 118-128 registers, 16.5 KB
-// shared; 64 x 64 123-129 registers, 4.3 KB; no spills (docs/gemm-ladder.md, "Resource usage").
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 

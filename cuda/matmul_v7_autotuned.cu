@@ -16,13 +16,8 @@
 // Timing: one warm-up and 3 timed launches per candidate with CUDA events on the device's stream; the
 // first call of a class therefore synchronises the device and takes a few times longer. With
 // MINIDL_LOG_DISPATCH set, each tuning prints its timings to stderr.
-// Why faster, predicted: a fixed rule picks the wrong tile near its thresholds and for non-square
-// outputs (128 x 64 tiles fill 132 multiprocessors at 1024 x 2048, where the rule falls back to
-// 64 x 64). Predicted the best of v6 and splitk on every shape, +0-30% on shapes between the rule's
-// cases; ~no gain at 4096^3 (128 x 128 is the right tile there). Measured on the H200 (docs/gemm-
-// ladder.md): fc1 62.1% of cuBLAS; 4096^3 62.9% (it chooses among v6-pipeline tiles only).
-// ptxas (sm_90, CUDA 13.0): 123-128 registers for the 128 x 128, 128 x 64 and 64 x 128 tiles, 127-144
-// for 64 x 64; no spills (docs/gemm-ladder.md, "Resource usage").
+// Why faster: a fixed rule picks the wrong tile near its thresholds and for non-square outputs (128 x 64
+// tiles fill 132 multiprocessors at 1024 x 2048, where the rule falls back to 64 x 64).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>

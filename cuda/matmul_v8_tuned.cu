@@ -2,27 +2,17 @@
 // out[r] = op(a[r]) op(b[r]) in exact float32 FMAs, any M, N, K, all four transpose flags, float32 only.
 // Accumulation convention: out is overwritten (=).
 //
-// v4 (cuda/matmul_v4_warptiled.cu) is the best FP32 step measured, 76.3% of cuBLAS at 4096^3 on the H200;
-// the issue asks for 80%. v5 (register double buffering) and v6 (cp.async) did not gain, both with 8 x 8
-// outputs per thread under the 128-register cap of two resident 256-thread blocks. v8 is v4's kernel
-// (float4 global and shared loads, A stored transposed As[k][m], 2-D warp tiles, the 4 x 4 pieces of
-// sgemm_common.cuh's register tile) made a template over its tile, so that the changes most likely to add
-// the missing points can be measured side by side in one GPU session:
-//
-//   - a bigger register budget: __launch_bounds__(threads, 1) or 128-thread blocks x 2 allow up to 255
-//     registers per thread, so the compiler can fetch the next k's shared values while the FMAs of this k
-//     run (it cannot at 128 registers with 64 accumulators and staged tiles live);
-//   - 8 x 16 outputs per thread (64 x 64 warp tiles): per k a thread reads 2 + 4 float4 of shared memory
-//     for 128 FMAs instead of 2 + 2 for 64, and a block tile of 128 x 256 loads 4 KB of global memory
-//     per 1 M FMAs where 128 x 128 loads 4 KB per 0.5 M;
-//   - shared-memory double buffering with one barrier per K slice (v5's scheme: the next slice's global
-//     loads are issued into registers before this slice's FMAs and stored to the other buffer after them);
-//   - K slices of 8 (half the staging registers, twice the barriers) or 16;
-//   - warp tiles of 32 x 64 as well as 64 x 32.
+// v8 is v4's kernel (cuda/matmul_v4_warptiled.cu: float4 global and shared loads, A stored transposed
+// As[k][m], 2-D warp tiles, the 4 x 4 pieces of sgemm_common.cuh's register tile) made a template over its
+// tile, so that the changes that might lift v4 can be compared side by side: a bigger register budget
+// (__launch_bounds__(threads, 1), or 128-thread blocks x 2: up to 255 registers per thread), 8 x 16
+// outputs per thread (64 x 64 warp tiles: 2 + 4 float4 shared reads per 128 FMAs instead of 2 + 2 per 64),
+// 128 x 256 block tiles (twice the global reuse of 128 x 128), shared-memory double buffering with one
+// barrier per K slice (v5's scheme), K slices of 8 or 16, and warp tiles of 32 x 64 as well as 64 x 32.
 // Kept from v4: shared rows padded by 4 floats (the transposing stores of K-contiguous tiles hit 32
 // different banks, the float4 fragment reads of a warp are consecutive 16-byte words: no conflicts, so no
 // swizzle is needed), float4 stores of C where the row is aligned, and the summation order (fmaf over
-// k = 0, 1, 2, ...): every configuration gives the same bits as v3-v6 (tests/test_cuda_dense.cpp).
+// k = 0, 1, 2, ...): every configuration gives the same bits as v3-v6 (tests/test_cuda_kernels_vs_cpu.cpp).
 // Shared memory is dynamic (the BK 16, 128 x 256 tiles need 50 KB) with the carveout set to the largest
 // shared-memory share, so that two blocks of 34 KB, or one of 50 KB, are never refused residency.
 //
@@ -39,47 +29,20 @@
 // The configuration is chosen at run time by MINIDL_V8_CONFIG (an index or a name below; unset: the
 // default, marked *). One configuration serves every shape (no tile rule: small products run big, mostly
 // empty tiles, correctly but slowly). An unknown value is an error that lists the valid ones. Names are
-// BMxBNxBK_TMxTN_wWMxWN_{threads}t_{min blocks per SM}b[_db]. Predicted effect against v4 at 4096^3
-// (the measured effect follows the list):
+// BMxBNxBK_TMxTN_wWMxWN_{threads}t_{min blocks per SM}b[_db]:
 //
-//   0  128x128x16_8x8_w64x32_256t_2b       v4's tile and loop through this template: a control; predicted
-//                                           v4 +-2% (only the dynamic shared memory and carveout differ)
+//   0  128x128x16_8x8_w64x32_256t_2b       v4's tile and loop through this template (a control)
 //   1  128x128x8_8x8_w64x32_256t_2b_db     double buffered, K slices of 8: v5 with half its staging registers
-//                                           (8 instead of 16 live across the FMAs); predicted +0 to +4%
-//   2  128x128x16_8x8_w64x32_256t_1b_db    v5 with up to 255 registers (1 resident block of 8 warps if it
-//                                           uses more than 128): tests whether the cap was v5's limit;
-//                                           predicted -3 to +5%
-//   3  128x128x8_8x8_w32x64_256t_2b_db     as 1 with 32 x 64 warp tiles (4 x 8 lanes); predicted as 1 +-2%
+//   2  128x128x16_8x8_w64x32_256t_1b_db    v5 with up to 255 registers (1 resident block of 8 warps)
+//   3  128x128x8_8x8_w32x64_256t_2b_db     as 1 with 32 x 64 warp tiles (4 x 8 lanes)
 //   4  128x128x16_8x16_w64x64_128t_2b_db   4 warps of 64 x 64, 8 x 16 per thread, 2 blocks of 128 threads
-//                                           per SM (up to 255 registers): half the shared loads per FMA,
-//                                           one block's barrier covered by the other; predicted +5 to +12%
-//   5  128x128x8_8x16_w64x64_128t_2b_db    as 4 with K slices of 8; predicted as 4 -2 to +2%
-//   6* 128x256x8_8x16_w64x64_256t_1b_db    8 warps of 64 x 64, one block per SM: twice v4's global reuse,
-//                                           barriers no longer covered by a second block; predicted +3 to +10%
-//   7  128x256x16_8x16_w64x64_256t_1b_db   as 6 with half the barriers; predicted as 6 +0 to +3%
-//   8  256x128x8_8x16_w64x64_256t_1b_db    as 6 with the tile turned (more transposing A stores when A is
-//                                           plain, fewer B loads); predicted as 6 +-2%
+//   5  128x128x8_8x16_w64x64_128t_2b_db    as 4 with K slices of 8
+//   6* 128x256x8_8x16_w64x64_256t_1b_db    8 warps of 64 x 64, one block per SM: twice v4's global reuse
+//   7  128x256x16_8x16_w64x64_256t_1b_db   as 6 with half the barriers
+//   8  256x128x8_8x16_w64x64_256t_1b_db    as 6 with the tile turned
 //
-// Measured on the H200 (2026-12-04, `scripts/sgemm-v8-sweep.sh`, one bench call per configuration with
-// cuBLAS and v4 in the same call; cuBLAS 50.0-50.7 TFLOP/s at 4096^3): percent of cuBLAS at 4096^3 / 2048^3
-//   0  76.5 / 74.6   (v4 in the same call 77.9 / 75.1: the control is within 1.5 points, as predicted)
-//   1  73.9 / 72.6   2  70.6 / 70.3   3  73.8 / 72.7   4  71.8 / 71.7   5  68.5 / 69.2
-//   6  78.0 / 78.1   (v4 77.3 / 75.1: +0.7 points at 4096^3, +3 at 2048^3; the default)
-//   7  76.9 / 75.1   8  73.1 / 70.3
-// Against the predictions: double buffering with K slices of 8 lost 2.5 points (1 and 3 against 0),
-// the 255-register budget did not help the 8 x 8 tile (2: -6), and 8 x 16 per thread helped only with a
-// 128 x 256 block tile (6) and lost with 128 x 128 (4, 5). The issue's 80% is still missed (78.0%; 76.9% in another run).
-//
-// ptxas (sm_90, CUDA 13.0, `nvcc -Xptxas -v`): registers per thread over the 4 transpose instantiations,
-// dynamic shared memory per block (2 x BK x (BM + 4 + BN + 4) floats when double buffered), and the warps
-// that can then be resident per multiprocessor. Every instantiation: 0 bytes of stack, 0 spills.
-//   0  119-128 registers  16.5 KB  16 warps (2 blocks)     5  217-255 registers  16.5 KB   8 warps (2 blocks)
-//   1  123-127 registers  16.5 KB  16 warps (2 blocks)     6  217-255 registers  24.5 KB   8 warps (1 block)
-//   2  147-157 registers  33 KB     8 warps (1 block)      7  237-255 registers  49 KB     8 warps (1 block)
-//   3  123-127 registers  16.5 KB  16 warps (2 blocks)     8  217-255 registers  24.5 KB   8 warps (1 block)
-//   4  241-255 registers  33 KB     8 warps (2 blocks)
-// The 8 x 16 tiles reach the 255-register ceiling without spilling (128 accumulators, 24 values of the
-// current k, the staged slice); at 255 registers two 128-thread blocks fill the register file exactly.
+// Why each was tried, what it was predicted and measured to do, and its registers and shared memory:
+// docs/gemm-ladder.md ("v8").
 #include <cstdlib>
 #include <string>
 
@@ -271,7 +234,7 @@ const Config kConfigs[] = {
     {"256x128x8_8x16_w64x64_256t_1b_db", run_config<C8>},
 };
 constexpr int kConfigCount = static_cast<int>(sizeof(kConfigs) / sizeof(kConfigs[0]));
-constexpr int kDefaultConfig = 6;  // the fastest at 4096^3 and 2048^3 on the H200 (2026-12-04)
+constexpr int kDefaultConfig = 6;  // the fastest measured (docs/gemm-ladder.md)
 
 // The configuration MINIDL_V8_CONFIG names (read at every call, so a program or test may change it): unset
 // or empty, the default; otherwise an index or a name. Anything else throws, listing the valid values.

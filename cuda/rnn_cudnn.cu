@@ -53,7 +53,7 @@
 
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

@@ -23,7 +23,7 @@
 
 #include "core/dispatch.h"
 #include "cuda/cuda_common.h"
-#include "cuda/dense_common.h"
+#include "cuda/kernel_helpers.h"
 #include "cuda/gemm_batch.h"
 
 namespace minidl {
@@ -68,7 +68,7 @@ inline bool ladder_fits(const GemmBatch& g, int bm, int64_t splits = 1) {
 }
 
 // TF32 tensor-core kernels serve a call only when MINIDL_TF32=1 (the switch cuBLAS and cuDNN obey, see
-// dense_common.h) or when the user selected that very kernel by name (--kernel matmul=tf32_mma,
+// kernel_helpers.h) or when the user selected that very kernel by name (--kernel matmul=tf32_mma,
 // MINIDL_KERNELS, the test sweeps, `minidl bench`): float32 results must not silently lose precision.
 inline bool tf32_kernel_allowed(const char* name) {
   return tf32_enabled() || KernelRegistry::instance().selected("matmul", DeviceType::cuda) == name;

@@ -4,6 +4,7 @@
 
 #include "core/random.h"
 #include "core/settings.h"
+#include "core/strings.h"
 #include "dist/process.h"
 #include "nn/data.h"
 #include "ops/ops.h"
@@ -204,8 +205,7 @@ std::string DataParallel::describe_buckets() const {
   std::string out;
   for (size_t i = 0; i < buckets_.size(); ++i) {
     const Bucket& b = buckets_[i];
-    std::string names;
-    for (size_t k : b.params) names += (names.empty() ? "" : ", ") + names_[k];
+    const std::string names = join(b.params, ", ", [&](size_t k) { return names_[k]; });
     out += str_cat("bucket ", i, ": ", b.numel, " ", dtype_name(b.flat.dtype()), " (",
                    b.numel * static_cast<int64_t>(dtype_size(b.flat.dtype())), " bytes): ", names, "\n");
   }

@@ -3,7 +3,7 @@
 // reduction of at most 16 terms in forward and backward_weight, cuDNN otherwise). Exact equality holds
 // because both kernels are deterministic for a fixed shape: implicit_gemm always, cuDNN with
 // --deterministic (one algorithm, chosen by heuristics). Its numerics against the reference are covered
-// by the all-kernels sweeps (tests/test_conv_pool.cpp, tests/test_cuda_dense.cpp).
+// by the all-kernels sweeps (tests/test_conv_pool.cpp, tests/test_cuda_kernels_vs_cpu.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>

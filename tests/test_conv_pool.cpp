@@ -390,7 +390,7 @@ TEST_CASE("max_pool2d 2x2 stride 2: NaN, ties and odd sizes as the reference, on
     CHECK(last_kernel("max_pool2d.backward", d.type) == name);
     const std::vector<float> got_y = y.to_vector<float>(), got_gx = gx.to_vector<float>();
     if (name == "cudnn") {
-      // cuDNN never lets a NaN win (CUDNN_NOT_PROPAGATE_NAN, cuda/pool.cu): windows 0, 1 and 3 hold one,
+      // cuDNN never lets a NaN win (CUDNN_NOT_PROPAGATE_NAN, cuda/pool_cudnn.cu): windows 0, 1 and 3 hold one,
       // so only the others must match; the NaN windows are reported.
       const std::vector<float> want = ref_y.to_vector<float>();
       for (size_t k : {2u, 4u, 5u}) CHECK(got_y[k] == want[k]);

@@ -365,7 +365,7 @@ TEST_CASE("copy kernels: views of every dtype into strided destinations, against
 
 TEST_CASE("fill kernels: every dtype, zero and -0.0, sizes across many chunks, against the naive kernel",
           "[shape]") {
-  // 300,007 float64 elements are 2.4 MB: many of fill_fast's 128 KiB chunks, the last one partial.
+  // 300,007 float64 elements are 2.4 MB: many of fill_contiguous_omp's 128 KiB chunks, the last one partial.
   for (const DType dtype : {DType::float32, DType::float64, DType::int32, DType::int64})
     for (const int64_t n : {int64_t(1), int64_t(1000), int64_t(300007)})
       for (const double value : {0.0, -0.0, 7.0, -2.5}) {

@@ -231,7 +231,7 @@ BatchNormRun run_batch_norm_relu(const Tensor& x_host, const Tensor& gamma_host,
 
 }  // namespace
 
-// Every kernel on every device (the CPU's and, with a GPU, cuda/batchnorm.cu's), float32 and float64.
+// Every kernel on every device (the CPU's and, with a GPU, cuda/batchnorm_*.cu's), float32 and float64.
 TEST_CASE("batch_norm_relu kernels match the naive reference, and relu(batch_norm) everywhere", "[norm]") {
   manual_seed(43);
   const std::vector<Shape> shapes{{5, 7, 9, 11}, {6, 5}, {4, 3, 10}, {16, 8, 17, 17}};

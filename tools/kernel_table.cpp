@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/dispatch.h"
+#include "core/strings.h"
 #include "tools/bench/case.h"
 
 namespace minidl {
@@ -55,15 +56,14 @@ void check_ops_known(const std::vector<std::string>& ops, const std::string& who
   }
   for (const std::string& o : ops) {
     if (known_ops.count(o) || known_keys.count(o)) continue;
-    std::string closest, list;
+    std::string closest;
     size_t best = 3;  // suggest only near misses
     for (const std::string& name : known_ops) {
-      list += (list.empty() ? "" : ", ") + name;
       const size_t d = distance(o, name);
       if (d < best) best = d, closest = name;
     }
     throw Error(str_cat(who, ": unknown op '", o, "'", closest.empty() ? "" : " (did you mean '" + closest + "'?)",
-                        "; ops: ", list, " (or a key such as conv2d.backward_input)"));
+                        "; ops: ", join(known_ops, ", "), " (or a key such as conv2d.backward_input)"));
   }
 }
 

@@ -18,6 +18,7 @@
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/info.h"
+#include "core/strings.h"
 #include "dist/communicator.h"
 #include "examples/flags.h"
 #include "tools/bench/bench.h"
@@ -35,13 +36,11 @@ using namespace minidl;
 static std::string shape_syntax_help() {
   std::string help = "Shapes (--shape KEY:SPEC; KEY an op or a key; repeat for several):\n";
   for (const bench::CaseFamily& family : bench::case_families()) {
-    std::string keys;
-    for (const bench::CaseKey& k : family.keys) keys += (keys.empty() ? "" : " ") + k.key;
+    const std::string keys = join(family.keys, " ", [](const bench::CaseKey& k) { return k.key; });
     help += "  " + keys + "\n      " + family.syntax + "   " + family.syntax_help + " (e.g. " + family.example + ")\n";
-    std::string defaults;
-    for (const bench::DefaultShape& d : family.defaults)
-      defaults += (defaults.empty() ? "" : ", ") + (d.spec.size() > 32 ? d.label : d.spec) +
-                  (d.device.empty() ? "" : " (" + d.device + ")");
+    const std::string defaults = join(family.defaults, ", ", [](const bench::DefaultShape& d) {
+      return (d.spec.size() > 32 ? d.label : d.spec) + (d.device.empty() ? "" : " (" + d.device + ")");
+    });
     help += "      default: " + defaults + "\n";
   }
   help += "Sizes are whole numbers from 1 to 2147483647, each option is given at most once, and a case must fit the "

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "tools/svg.h"
 
 namespace minidl {
@@ -42,12 +43,6 @@ struct Series {
   bool held_out = false;  // test_ or val_: dashed
   std::vector<std::pair<double, double>> points;  // (x, value), sorted by x
 };
-
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
 
 std::string value_text(double v) {
   char buf[32];

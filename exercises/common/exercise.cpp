@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/backend.h"
+#include "core/strings.h"
 #include "tests/test_util.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/machine.h"
@@ -173,11 +174,8 @@ void Checker::bench(const std::vector<std::string>& keys, const std::vector<std:
   std::string shape_flags;
   for (const std::string& s : o.shapes) shape_flags += " --shape " + s;
   std::string ops;
-  std::string key_list;
-  for (const std::string& k : keys) {
-    ops += " --op " + k;
-    key_list += (key_list.empty() ? "" : ", ") + k;
-  }
+  for (const std::string& k : keys) ops += " --op " + k;
+  const std::string key_list = join(keys, ", ");
   std::printf("\nbench: your kernel next to the others, as `build/bin/minidl bench%s%s%s` would time them if\n"
               "\"student\" were one of minidl's own kernels (it is registered in this process only); only the\n"
               "key%s your kernel serves (%s), not the op's backward keys\n\n",
@@ -231,8 +229,7 @@ const KernelInfo* find_kernel(const std::string& key, DeviceType device, const s
 
 std::string registered(const std::string& key, DeviceType device, const std::string& registration_function) {
   if (find_kernel(key, device, kStudent)) return "";
-  std::string others;
-  for (const std::string& n : testing::kernels_for(key, device)) others += (others.empty() ? "" : ", ") + n;
+  const std::string others = join(testing::kernels_for(key, device), ", ");
   return str_cat("no kernel named \"", kStudent, "\" is registered for key \"", key, "\" on ", device_type_name(device),
                  " (kernels there: ", others, ").\n", registration_function,
                  " must call register_kernel<...>(\"", key, "\", DeviceType::", device_type_name(device), ", \"",

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/strings.h"
 #include "ops/ops.h"
 #include "tools/bench/case.h"
 
@@ -145,8 +146,9 @@ bool SpecReader::word(size_t i, const std::string& w) {
 
 std::vector<LetterOption> SpecReader::options(size_t i, const std::string& allowed, bool two_axes) {
   const std::string& text = part(i);
-  std::string example;
-  for (char c : allowed) example += (example.empty() ? "" : ", ") + std::string(1, c) + (two_axes ? "2 or " + std::string(1, c) + "2x1" : "2");
+  const std::string example = join(allowed, ", ", [&](char c) {
+    return std::string(1, c) + (two_axes ? "2 or " + std::string(1, c) + "2x1" : "2");
+  });
   std::vector<LetterOption> out;
   size_t pos = 0;
   while (pos < text.size()) {

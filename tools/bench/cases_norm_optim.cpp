@@ -15,6 +15,7 @@
 // Bytes: x (or p, g and the optimizer state) read once, every output written once.
 #include <memory>
 
+#include "core/strings.h"
 #include "ops/kernel_signatures.h"
 #include "tools/bench/case.h"
 
@@ -183,8 +184,7 @@ BenchCase optimizer_case(const std::string& key, const std::string& spec, Device
 std::string shapes_spec(const std::vector<Shape>& shapes) {
   std::string spec;
   for (const Shape& s : shapes) {
-    std::string dims;
-    for (int64_t v : s) dims += (dims.empty() ? "" : "x") + std::to_string(v);
+    const std::string dims = join(s, "x", [](int64_t v) { return std::to_string(v); });
     spec += (spec.empty() ? "" : ",") + dims;
   }
   return spec;

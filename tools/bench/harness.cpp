@@ -24,6 +24,7 @@
 #include "core/dispatch.h"
 #include "core/precision.h"
 #include "core/random.h"
+#include "core/strings.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
 #include "tools/bench/machine.h"
@@ -270,8 +271,7 @@ std::vector<Row> run_case(const std::string& key, const DefaultShape& shape, con
     if (d.is_cpu() && ref.kernel && row.kernel == ref.kernel->name && row.status == "ok") notes.push_back("reference");
     if (row.wrong) notes.push_back("WRONG");
     if (row.status == "ok" && row.runs >= 3 && row.median_s > 1.1 * row.min_s) notes.push_back("noisy");
-    row.note.clear();
-    for (const std::string& n : notes) row.note += (row.note.empty() ? "" : "; ") + n;
+    row.note = join(notes, "; ");
   }
   return rows;
 }
@@ -349,9 +349,8 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
     }
   for (const std::string& name : o.kernels)
     if (!kernel_names.count(name)) {
-      std::string list;
-      for (const std::string& n : kernel_names) list += (list.empty() ? "" : ", ") + n;
-      throw Error(str_cat("bench: no kernel '", name, "' among the selected keys on ", d.str(), "; kernels: ", list));
+      throw Error(str_cat("bench: no kernel '", name, "' among the selected keys on ", d.str(), "; kernels: ",
+                          join(kernel_names, ", ")));
     }
   Report report;
   report.machine = describe_machine(d);

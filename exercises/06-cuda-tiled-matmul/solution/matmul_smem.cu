@@ -2,7 +2,7 @@
 // product from tiles staged in shared memory). Read first: docs/course/06-gemm-ladder.md. Check your work:
 // `make exercise N=6` (on a machine with an NVIDIA GPU; elsewhere it compiles your file and skips the run).
 //
-// Step 1 (v1_naive in cuda/matmul.cu): one thread per output c[m, n], reading a row of a and a column of b
+// Step 1 (v1_naive in cuda/matmul_v1_naive.cu): one thread per output c[m, n], reading a row of a and a column of b
 // from global memory: every element of a is read N times and every element of b M times, and global memory
 // is far too slow for that. Step 2, this kernel: a block of kTile x kTile threads computes a kTile x kTile tile
 // of c. It walks K in steps of kTile; at each step the block copies a kTile x kTile tile of a and one of b into

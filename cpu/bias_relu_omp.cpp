@@ -1,4 +1,4 @@
-// cpu/bias_relu_fast.cpp — the fused bias + ReLU for speed ("omp"): the formulas of cpu/bias_relu_naive.cpp
+// cpu/bias_relu_omp.cpp — the fused bias + ReLU for speed ("omp"): the formulas of cpu/bias_relu_naive.cpp
 // in loops the compiler vectorises, split across OpenMP threads. float32 only (float64 declines to the
 // reference). Two layouts of [outer, C, inner]:
 //   inner > 1 (after a convolution: [N, C, H*W]): each (o, c) plane is a contiguous row with one bias
@@ -143,7 +143,7 @@ bool bias_relu_backward_omp(const Tensor& g, const Tensor& out, Tensor& grad_y, 
 
 }  // namespace
 
-void register_bias_relu_fast_cpu() {
+void register_bias_relu_omp_cpu() {
   register_kernel<BiasReluKernel>("bias_relu", DeviceType::cpu, "omp", 10,
                                   "vectorised rows across OpenMP threads (float32)", bias_relu_omp);
   register_kernel<BiasReluBackwardKernel>(

@@ -1,11 +1,9 @@
-// cpu/fill_fast.cpp — fill for speed: dst[i] = value over a contiguous tensor, as one flat range cut into
+// cpu/fill_contiguous_omp.cpp — fill for speed: dst[i] = value over a contiguous tensor, as one flat range cut into
 // 128 KiB chunks that OpenMP's static schedule hands to its threads in contiguous runs (one thread below
 // two chunks). A chunk of +0.0 or integer 0 is a memset (all-zero bits in every dtype minidl has); any
 // other value is a plain loop the compiler vectorises. Strided tensors are declined ("naive" takes them).
-// Measured (docs/results/README.md): 55 GB/s against the reference's 0.35 at 5.5 MB, 2 threads.
-// Why it pays: the reference walks the strides element by element, about 0.36 GB/s on the development
-// machine for MNIST's conv1 activations (`minidl bench --op fill --device cpu`); a contiguous fill is
-// bound by memory bandwidth. The gradients' zero-fills in every CPU training step are such fills.
+// Why it pays: the reference walks the strides element by element; a contiguous fill is bound by memory
+// bandwidth (measurements: docs/kernel-measurements.md). The gradients' zero-fills in every CPU training step are such fills.
 // Accumulation convention: outputs are overwritten (=).
 #include <algorithm>
 #include <cmath>
@@ -46,7 +44,7 @@ bool fill_contiguous_omp(Tensor& dst, double value) {
 
 }  // namespace
 
-void register_fill_fast_cpu() {
+void register_fill_contiguous_omp_cpu() {
   register_kernel<FillKernel>("fill", DeviceType::cpu, "contiguous_omp", 10,
                               "contiguous tensors only: one flat range per OpenMP thread, memset for zero",
                               fill_contiguous_omp);

@@ -1,4 +1,4 @@
-// cpu/norm_fast.cpp — batch normalisation kernels for speed ("channels_omp").
+// cpu/norm_channels_omp.cpp — batch normalisation kernels for speed ("channels_omp").
 //
 // What changes against the reference (cpu/norm_naive.cpp): channels are split across OpenMP threads
 // (each channel's statistics are independent), the inner loops walk one contiguous [S] plane at a time
@@ -11,7 +11,7 @@
 // large against its spread keeps its precision.
 // batch_norm_relu (the same kernels with Relu = true): the forward clamps each y at 0 as it writes it; the
 // backward reads the mask from the forward's output, g * [y > 0], in both of its passes (g and y loaded
-// before the select, so the loop stays a vector select: cpu/bias_relu_fast.cpp has the measurement).
+// before the select, so the loop stays a vector select: cpu/bias_relu_omp.cpp has the measurement).
 // Same layout: x [N, C, S] contiguous. Accumulation convention: outputs are overwritten (=).
 #include <algorithm>
 #include <cmath>
@@ -183,7 +183,7 @@ bool batch_norm_relu_backward_fast(const Tensor& x, const Tensor& y, const Tenso
 
 }  // namespace
 
-void register_norm_fast_cpu() {
+void register_norm_channels_omp_cpu() {
   const char* d = "channels across OpenMP threads, simd plane loops, double statistics, per-channel constants";
   const char* name = "channels_omp";
   register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, name, 10, d, batch_norm_fast<false>);

@@ -1,4 +1,4 @@
-// cpu/softmax_fast.cpp — softmax / log_softmax and their backward kernels for speed ("rows_omp").
+// cpu/softmax_rows_omp.cpp — softmax / log_softmax and their backward kernels for speed ("rows_omp").
 //
 // What changes against the reference (cpu/softmax_naive.cpp): rows are split across OpenMP threads
 // (above 32k elements), everything is computed in T (not double), and the row reductions (max, sums)
@@ -112,7 +112,7 @@ bool log_softmax_backward_fast(const Tensor& y, const Tensor& grad_y, Tensor& gr
 
 }  // namespace
 
-void register_softmax_fast_cpu() {
+void register_softmax_rows_omp_cpu() {
   const char* d = "rows across OpenMP threads above 32k elements, computed in T, simd row reductions";
   const char* name = "rows_omp";
   register_kernel<SoftmaxKernel>("softmax", DeviceType::cpu, name, 10, d, softmax_fast);

@@ -1,4 +1,4 @@
-// cpu/optim_fast.cpp — optimizer updates for speed ("fused_omp").
+// cpu/optim_fused_omp.cpp — optimizer updates for speed ("fused_omp").
 //
 // What changes against the reference (cpu/optim_naive.cpp): the math is done in float with the
 // hyperparameters and Adam's bias corrections folded into float constants once per call, the branches
@@ -88,7 +88,7 @@ bool adam_step_fast(std::vector<Tensor>& params, const std::vector<Tensor>& grad
 
 }  // namespace
 
-void register_optim_fast_cpu() {
+void register_optim_fused_omp_cpu() {
   const char* d = "float math with hoisted constants, one vectorisable loop per case, OpenMP above 32k elements";
   register_kernel<SgdStepKernel>("sgd_step", DeviceType::cpu, "fused_omp", 10, d, sgd_step_fast);
   register_kernel<AdamStepKernel>("adam_step", DeviceType::cpu, "fused_omp", 10, d, adam_step_fast);

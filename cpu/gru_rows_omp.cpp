@@ -1,4 +1,4 @@
-// cpu/gru_fast.cpp — the fused GRU step for speed ("rows_omp").
+// cpu/gru_rows_omp.cpp — the fused GRU step for speed ("rows_omp").
 //
 // What changes against the reference (cpu/gru_naive.cpp): arithmetic in T (not double), through the
 // shared per-element math of ops/gru_cell_math.h; each row's gate columns are walked with plain pointers
@@ -81,7 +81,7 @@ bool gru_cell_backward_fast(const Tensor& grad_h_new, const Tensor& h, const Ten
 
 }  // namespace
 
-void register_gru_fast_cpu() {
+void register_gru_rows_omp_cpu() {
   const char* d = "T arithmetic through ops/gru_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
   register_kernel<GruCellKernel>("gru_cell", DeviceType::cpu, "rows_omp", 10, d, gru_cell_fast);
   register_kernel<GruCellBackwardKernel>("gru_cell.backward", DeviceType::cpu, "rows_omp", 10, d,

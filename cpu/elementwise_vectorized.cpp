@@ -1,4 +1,4 @@
-// cpu/elementwise_fast.cpp — elementwise kernels for speed: tight loops the compiler vectorises, split
+// cpu/elementwise_vectorized.cpp — elementwise kernels for speed: tight loops the compiler vectorises, split
 // across threads with OpenMP when the tensor is large enough to pay for waking them.
 //
 // Layout handling: dimensions that all tensors walk alike are merged first (coalesce_dims), then the
@@ -116,7 +116,7 @@ bool binary_fast(const Tensor& a, const Tensor& b, Tensor& out) {
 
 }  // namespace
 
-void register_elementwise_fast_cpu() {
+void register_elementwise_vectorized_cpu() {
   const char* d = "vectorisable loops, OpenMP threads above 32k elements, strided inputs row by row";
   const char* name = "vectorized";
   register_kernel<UnaryKernel>("neg", DeviceType::cpu, name, 10, d, unary_fast<fn::Neg>);

@@ -1,4 +1,4 @@
-// cpu/loss_fast.cpp — fused cross-entropy and its backward for speed ("rows_omp").
+// cpu/loss_rows_omp.cpp — fused cross-entropy and its backward for speed ("rows_omp").
 //
 // What changes against the reference (cpu/loss_naive.cpp): rows are split across OpenMP threads (above
 // 32k logits), computed in T with `omp simd` row reductions. The targets are validated in one serial
@@ -76,7 +76,7 @@ bool cross_entropy_backward_fast(const Tensor& logits, const Tensor& target, con
 
 }  // namespace
 
-void register_loss_fast_cpu() {
+void register_loss_rows_omp_cpu() {
   const char* d = "rows across OpenMP threads above 32k logits, computed in T, simd row reductions";
   register_kernel<CrossEntropyKernel>("cross_entropy", DeviceType::cpu, "rows_omp", 10, d, cross_entropy_fast);
   register_kernel<CrossEntropyBackwardKernel>("cross_entropy.backward", DeviceType::cpu, "rows_omp", 10, d,

@@ -1,4 +1,4 @@
-// cpu/lstm_fast.cpp — the fused LSTM step for speed ("rows_omp").
+// cpu/lstm_rows_omp.cpp — the fused LSTM step for speed ("rows_omp").
 //
 // What changes against the reference (cpu/lstm_naive.cpp): arithmetic in T (not double), through the
 // shared per-element math of ops/lstm_cell_math.h; each row's gate columns are walked with plain
@@ -76,7 +76,7 @@ bool lstm_cell_backward_fast(const Tensor& grad_h_new, const Tensor& grad_c_new,
 
 }  // namespace
 
-void register_lstm_fast_cpu() {
+void register_lstm_rows_omp_cpu() {
   const char* d = "T arithmetic through ops/lstm_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
   register_kernel<LstmCellKernel>("lstm_cell", DeviceType::cpu, "rows_omp", 10, d, lstm_cell_fast);
   register_kernel<LstmCellBackwardKernel>("lstm_cell.backward", DeviceType::cpu, "rows_omp", 10, d,

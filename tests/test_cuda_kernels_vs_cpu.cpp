@@ -1,6 +1,7 @@
-// tests/test_cuda_dense.cpp — the dense CUDA kernels (cuda/matmul.cu, cuda/conv_*.cu, cuda/pool.cu,
-// cuda/batchnorm.cu, batch_norm_relu included) against the naive CPU reference, kernel by kernel through
-// the dispatch table, then GPU against CPU through the ops with autograd (outputs and every input gradient).
+// tests/test_cuda_kernels_vs_cpu.cpp — the CUDA matmul, conv2d, pooling and batch_norm kernels
+// (cuda/matmul*.cu, cuda/conv_*.cu, cuda/pool_*.cu, cuda/batchnorm_*.cu, batch_norm_relu included) against
+// the naive CPU reference, kernel by kernel through the dispatch table, then GPU against CPU through the
+// ops with autograd (outputs and every input gradient).
 //
 // All cases are tagged [cuda]. Without a usable GPU, `minidl_tests "[cuda]"` exits 77 (ctest: skipped)
 // and an untagged run returns from each case after a warning. Comparisons are in float32 with
@@ -571,7 +572,7 @@ TEST_CASE("cuda pooling kernels match the naive CPU kernels", "[cuda][pool]") {
 
 // The contract's tie rule: a window's gradient goes to its first maximal position in row-major order.
 // Our kernels must follow it exactly. cuDNN documents no tie rule: its result is reported, not
-// asserted, so that whoever runs this learns which way it goes (see cuda/pool.cu).
+// asserted, so that whoever runs this learns which way it goes (see cuda/pool_cudnn.cu).
 TEST_CASE("cuda max_pool2d.backward follows the first-maximum tie rule", "[cuda][pool]") {
   if (!gpu_available()) return;
   const PoolCase cases[] = {{{2, 3, 9, 8}, pool_params(3, 3, 2, 2, 1, 1)}, {{1, 2, 6, 6}, pool_params(2, 2, 2, 2, 0, 0)},
@@ -661,8 +662,9 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
   }
 }
 
-// The fused batch norm + ReLU: the same kernels with the ReLU (cuda/batchnorm.cu), in both dtypes. The
-// backward is given the reference's own output y, so the mask is the same on both sides.
+// The fused batch norm + ReLU: the same kernels with the ReLU (cuda/batchnorm_v1_two_pass.cu,
+// cuda/batchnorm_v2_split.cu), in both dtypes. The backward is given the reference's own output y, so the
+// mask is the same on both sides.
 TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and backward, float32 and float64)",
           "[cuda][batch_norm]") {
   if (!gpu_available()) return;

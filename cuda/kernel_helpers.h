@@ -1,4 +1,4 @@
-// cuda/dense_common.h — small helpers shared by the dense CUDA kernel files (matmul, conv, pooling,
+// cuda/kernel_helpers.h — small helpers shared by the dense CUDA kernel files (matmul, conv, pooling,
 // batch norm): the MINIDL_TF32 switch, scratch buffers from the caching allocator, and owning wrappers
 // of the cuDNN descriptors, so that every early return or thrown error still destroys them (each
 // constructor delegates to one that only creates, so a failing cudnnSet* still runs the destructor).
@@ -20,7 +20,7 @@ namespace cuda {
 // float32 rounding.
 inline bool tf32_enabled() { return float32_precision() == Precision::tf32; }
 
-// BF16 precision (`--precision bf16`): cuBLAS's matmul (cuda/matmul.cu) and cuDNN's convolutions and RNN
+// BF16 precision (`--precision bf16`): cuBLAS's matmul (cuda/matmul_cublas.cu) and cuDNN's convolutions and RNN
 // (cuda/conv_cudnn.cu, cuda/rnn_cudnn.cu) cast their float32 operands to bfloat16, multiply on BF16 tensor
 // cores with float32 accumulation and write float32 results; the matmul and the convolutions run a shape
 // in TF32 instead where that is faster (cuda/bf16_choice.h). Every other kernel computes in float32 as

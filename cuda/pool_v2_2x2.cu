@@ -1,0 +1,149 @@
+// cuda/pool_v2_2x2.cu — "v2_2x2": max pooling on the GPU (keys "max_pool2d", "max_pool2d.backward",
+// float32 and float64) for 2x2 windows of stride 2 without padding, the models' pools: the windows tile
+// the plane, so one thread per window does all the work both ways; any other window is served by
+// v1_direct's kernels (cuda/pool_v1_direct.cuh) under the v2 name. The contract is in that header.
+// Accumulation convention: outputs are overwritten (=).
+#include <cstdint>
+
+#include "core/dispatch.h"
+#include "cuda/cuda_common.h"
+#include "cuda/pool_v1_direct.cuh"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+// ---------------------------------------------------------------- v2_2x2
+// 2x2 windows, stride 2, no padding: window (p, q) is rows 2p, 2p+1 and columns 2q, 2q+1, OH = H / 2 and
+// OW = W / 2 (rounded down), and no two windows share a position.
+//   forward:  one thread per window reads its four values in row-major order and keeps the first unless
+//             a later one is greater (the reference's rule: a NaN in the first position wins, a later
+//             NaN is passed over);
+//   backward: one thread per window's cell of the plane, ceil(H/2) x ceil(W/2) of them, writes all four
+//             of its gradients: grad_y to the first position equal to y, 0 to the others. The cells of an
+//             odd plane's last row or column hold no window: their thread writes zeros. Every element of
+//             grad_x is written exactly once, and x is read once instead of once per window it could win.
+// A warp's threads take consecutive windows of a row, so each of the two rows it reads is 64 consecutive
+// values: the loads stay coalesced although each thread's own reads are two apart.
+// Why faster: the backward becomes memory-bound (x and grad_x read and written once, y and grad_y once)
+// instead of re-reading each window for each of its positions.
+template <class T, class I>
+__global__ void max_pool2x2_kernel(const T* __restrict__ x, T* __restrict__ y, I planes, I H, I W, I OH, I OW) {
+  const int64_t total = int64_t{planes} * OH * OW;
+  for (int64_t at = first_index(); at < total; at += index_step()) {
+    const I idx = static_cast<I>(at);
+    const I q = idx % OW, p = (idx / OW) % OH, plane = idx / (OW * OH);
+    const T* row0 = x + (plane * H + 2 * p) * W + 2 * q;
+    const T* row1 = row0 + W;
+    T best = row0[0];
+    if (row0[1] > best) best = row0[1];
+    if (row1[0] > best) best = row1[0];
+    if (row1[1] > best) best = row1[1];
+    y[idx] = best;
+  }
+}
+
+template <class T, class I>
+__global__ void max_pool2x2_backward_kernel(const T* __restrict__ x, const T* __restrict__ y,
+                                            const T* __restrict__ gy, T* __restrict__ gx, I planes, I H, I W, I OH,
+                                            I OW) {
+  const I CH = (H + 1) / 2, CW = (W + 1) / 2;  // cells per column and row: the windows, and an odd edge
+  const int64_t total = int64_t{planes} * CH * CW;
+  for (int64_t at = first_index(); at < total; at += index_step()) {
+    const I idx = static_cast<I>(at);
+    const I cq = idx % CW, cp = (idx / CW) % CH, plane = idx / (CW * CH);
+    const I offset = (plane * H + 2 * cp) * W + 2 * cq;
+    T* g0 = gx + offset;
+    T* g1 = g0 + W;
+    const bool second_row = 2 * cp + 1 < H, second_column = 2 * cq + 1 < W;
+    if (cp < OH && cq < OW) {  // a whole window (both rows and columns exist)
+      const T* x0 = x + offset;
+      const T* x1 = x0 + W;
+      const I out = (plane * OH + cp) * OW + cq;
+      const T target = y[out], g = gy[out];
+      const int winner = x0[0] == target ? 0 : x0[1] == target ? 1 : x1[0] == target ? 2 : x1[1] == target ? 3 : -1;
+      g0[0] = winner == 0 ? g : T(0);
+      g0[1] = winner == 1 ? g : T(0);
+      g1[0] = winner == 2 ? g : T(0);
+      g1[1] = winner == 3 ? g : T(0);
+    } else {  // the last row or column of an odd plane: in no window
+      g0[0] = T(0);
+      if (second_column) g0[1] = T(0);
+      if (second_row) {
+        g1[0] = T(0);
+        if (second_column) g1[1] = T(0);
+      }
+    }
+  }
+}
+
+bool is_2x2_stride_2(const Pool2dParams& p) {
+  return p.kernel_h == 2 && p.kernel_w == 2 && p.stride_h == 2 && p.stride_w == 2 && p.pad_h == 0 && p.pad_w == 0;
+}
+
+template <class T>
+void launch_max_2x2(const Tensor& x, Tensor& y, cudaStream_t s) {
+  with_index_type(x.numel(), [&](auto zero) {
+    using I = decltype(zero);
+    max_pool2x2_kernel<T, I><<<cuda::grid_for(y.numel(), kBlock), kBlock, 0, s>>>(
+        x.data<T>(), y.data<T>(), I(x.size(0) * x.size(1)), I(x.size(2)), I(x.size(3)), I(y.size(2)), I(y.size(3)));
+  });
+  MINIDL_LAUNCH_CHECK();
+}
+
+template <class T>
+void launch_max_2x2_backward(const Tensor& x, const Tensor& y, const Tensor& gy, Tensor& gx, cudaStream_t s) {
+  const int64_t cells = x.size(0) * x.size(1) * ((x.size(2) + 1) / 2) * ((x.size(3) + 1) / 2);
+  with_index_type(x.numel(), [&](auto zero) {
+    using I = decltype(zero);
+    max_pool2x2_backward_kernel<T, I><<<cuda::grid_for(cells, kBlock), kBlock, 0, s>>>(
+        x.data<T>(), y.data<T>(), gy.data<T>(), gx.data<T>(), I(x.size(0) * x.size(1)), I(x.size(2)), I(x.size(3)),
+        I(y.size(2)), I(y.size(3)));
+  });
+  MINIDL_LAUNCH_CHECK();
+}
+
+bool max_pool2d_v2(const Tensor& x, Tensor& y, const Pool2dParams& p) {
+  if (!is_2x2_stride_2(p)) return max_pool2d_v1(x, y, p);
+  if (!is_f32_or_f64(y)) return false;
+  const int device = y.device().index;
+  cuda::set_device(device);
+  if (y.numel() == 0) return true;
+  if (y.dtype() == DType::float32)
+    launch_max_2x2<float>(x, y, cuda::stream(device));
+  else
+    launch_max_2x2<double>(x, y, cuda::stream(device));
+  return true;
+}
+
+bool max_pool2d_backward_v2(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
+                            const Pool2dParams& p) {
+  if (!is_2x2_stride_2(p)) return max_pool2d_backward_v1(x, y, grad_y, grad_x, p);
+  if (!is_f32_or_f64(grad_x)) return false;
+  const int device = grad_x.device().index;
+  cuda::set_device(device);
+  if (grad_x.numel() == 0) return true;
+  if (grad_x.dtype() == DType::float32)
+    launch_max_2x2_backward<float>(x, y, grad_y, grad_x, cuda::stream(device));
+  else
+    launch_max_2x2_backward<double>(x, y, grad_y, grad_x, cuda::stream(device));
+  return true;
+}
+
+}  // namespace
+
+void register_pool_v2_2x2_cuda() {
+  // Max pooling: our kernels are the default because they implement the contract's tie rule by
+  // construction, where cuDNN's is undocumented; they ran as fast as cuDNN's (memory-bound).
+  // Average pooling: cuDNN's backward was faster, so it is the default there (cuda/pool_cudnn.cu).
+  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "v2_2x2", 25,
+                                "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64)",
+                                max_pool2d_v2);
+  register_kernel<MaxPool2dBackwardKernel>(
+      "max_pool2d.backward", DeviceType::cuda, "v2_2x2", 25,
+      "2x2 windows of stride 2: one thread per window writes its 4 gradients; other windows as v1_direct (f32, f64)",
+      max_pool2d_backward_v2);
+}
+
+}  // namespace minidl
