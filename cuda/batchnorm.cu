@@ -649,48 +649,48 @@ bool batch_norm_backward_cudnn(const Tensor& x, const Tensor& grad_y, const Tens
 }  // namespace
 
 void register_batchnorm_cuda() {
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v1_two_pass", 10,
-                                   "one block per channel, two-pass mean/variance, warp-shuffle reductions (f32, f64)",
-                                   batch_norm_v1<false>);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v1_two_pass", 10,
-                                            "one thread per element with the given statistics (f32, f64)",
-                                            batch_norm_inference_v1);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "v1_two_pass", 10,
-                                           "one block per channel: both sums in one pass, then grad_x (f32, f64)",
-                                           batch_norm_backward_v1);
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v2_split", 30,
-                                   "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
-                                   batch_norm_v2<false>);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v2_split", 30,
-                                            "per-channel scale once, then one apply pass (f32, f64)",
-                                            batch_norm_inference_v2);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "v2_split", 30,
-                                           "each channel split over many blocks: partial sums, finalize, apply "
-                                           "(f32, f64)",
-                                           batch_norm_backward_v2);
+  register_kernel(keys::batch_norm, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "one block per channel, two-pass mean/variance, warp-shuffle reductions (f32, f64)",
+                  batch_norm_v1<false>);
+  register_kernel(keys::batch_norm_inference, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "one thread per element with the given statistics (f32, f64)",
+                  batch_norm_inference_v1);
+  register_kernel(keys::batch_norm_backward, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "one block per channel: both sums in one pass, then grad_x (f32, f64)",
+                  batch_norm_backward_v1);
+  register_kernel(keys::batch_norm, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
+                  batch_norm_v2<false>);
+  register_kernel(keys::batch_norm_inference, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "per-channel scale once, then one apply pass (f32, f64)",
+                  batch_norm_inference_v2);
+  register_kernel(keys::batch_norm_backward, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "each channel split over many blocks: partial sums, finalize, apply "
+                  "(f32, f64)",
+                  batch_norm_backward_v2);
   // batch_norm_relu: the same kernels with the ReLU (Relu = true) under the same names and priorities, so
   // --kernel batch_norm_relu=v1_two_pass selects both of its stages, and v2_split is the default.
-  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cuda, "v1_two_pass", 10,
-                                   "v1_two_pass with relu(y) as y is written (f32, f64)", batch_norm_v1<true>);
-  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cuda, "v1_two_pass", 10,
-                                               "v1_two_pass reading grad_y * [y > 0] (f32, f64)",
-                                               batch_norm_relu_backward_v1);
-  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cuda, "v2_split", 30,
-                                   "v2_split with relu(y) in the apply pass (f32, f64)", batch_norm_v2<true>);
-  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cuda, "v2_split", 30,
-                                               "v2_split reading grad_y * [y > 0] in the partial sums and the apply "
-                                               "pass (f32, f64)",
-                                               batch_norm_relu_backward_v2);
+  register_kernel(keys::batch_norm_relu, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "v1_two_pass with relu(y) as y is written (f32, f64)", batch_norm_v1<true>);
+  register_kernel(keys::batch_norm_relu_backward, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "v1_two_pass reading grad_y * [y > 0] (f32, f64)",
+                  batch_norm_relu_backward_v1);
+  register_kernel(keys::batch_norm_relu, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "v2_split with relu(y) in the apply pass (f32, f64)", batch_norm_v2<true>);
+  register_kernel(keys::batch_norm_relu_backward, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "v2_split reading grad_y * [y > 0] in the partial sums and the apply "
+                  "pass (f32, f64)",
+                  batch_norm_relu_backward_v2);
 #ifdef MINIDL_WITH_CUDNN
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "cudnn", 20,
-                                   "cudnnBatchNormalizationForwardTraining, SPATIAL, no running stats (f32)",
-                                   batch_norm_cudnn);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "cudnn", 20,
-                                            "cudnnBatchNormalizationForwardInference, SPATIAL (f32)",
-                                            batch_norm_inference_cudnn);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "cudnn", 20,
-                                           "cudnnBatchNormalizationBackward, SPATIAL, saved statistics (f32)",
-                                           batch_norm_backward_cudnn);
+  register_kernel(keys::batch_norm, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnBatchNormalizationForwardTraining, SPATIAL, no running stats (f32)",
+                  batch_norm_cudnn);
+  register_kernel(keys::batch_norm_inference, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnBatchNormalizationForwardInference, SPATIAL (f32)",
+                  batch_norm_inference_cudnn);
+  register_kernel(keys::batch_norm_backward, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnBatchNormalizationBackward, SPATIAL, saved statistics (f32)",
+                  batch_norm_backward_cudnn);
 #endif
 }
 

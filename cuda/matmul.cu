@@ -275,18 +275,18 @@ bool matmul_cublas_float(const Tensor& a, const Tensor& b, Tensor& out, const Ma
 }  // namespace
 
 void register_matmul_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v1_naive", 0,
-                                "one thread per output element, operands read from global memory (f32, f64)",
-                                matmul_v1_naive);
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v2_smem_tiled", 10,
-                                "32x32 shared-memory tiles, one output per thread (f32, f64)", matmul_v2_smem_tiled);
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v3_register_blocked", 20,
-                                "128x128/64x64 block tiles, 8x8 outputs per thread in registers, float4 loads (f32)",
-                                matmul_v3_register_blocked);
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "cublas", 30,
-                                "cuBLAS S/DgemmStridedBatched; exact FP32 by default, TF32 tensor cores under --precision tf32 "
-                                "(or MINIDL_TF32=1), BF16 tensor cores (GemmEx, operands cast) under --precision bf16",
-                                matmul_cublas);
+  register_kernel(keys::matmul, DeviceType::cuda, "v1_naive", Priority::reference,
+                  "one thread per output element, operands read from global memory (f32, f64)",
+                  matmul_v1_naive);
+  register_kernel(keys::matmul, DeviceType::cuda, "v2_smem_tiled", Priority::portable,
+                  "32x32 shared-memory tiles, one output per thread (f32, f64)", matmul_v2_smem_tiled);
+  register_kernel(keys::matmul, DeviceType::cuda, "v3_register_blocked", Priority::tuned,
+                  "128x128/64x64 block tiles, 8x8 outputs per thread in registers, float4 loads (f32)",
+                  matmul_v3_register_blocked);
+  register_kernel(keys::matmul, DeviceType::cuda, "cublas", Priority::preferred,
+                  "cuBLAS S/DgemmStridedBatched; exact FP32 by default, TF32 tensor cores under --precision tf32 "
+                  "(or MINIDL_TF32=1), BF16 tensor cores (GemmEx, operands cast) under --precision bf16",
+                  matmul_cublas);
 }
 
 }  // namespace minidl

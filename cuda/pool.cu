@@ -489,35 +489,35 @@ void register_pool_cuda() {
   // Max pooling: our kernels are the default because they implement the contract's tie rule by
   // construction, where cuDNN's is undocumented; they ran as fast as cuDNN's on an H200 (memory-bound).
   // Average pooling: cuDNN's backward was faster, so it is the default there.
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "v2_2x2", 25,
-                                "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64)",
-                                max_pool2d_v2);
-  register_kernel<MaxPool2dBackwardKernel>(
-      "max_pool2d.backward", DeviceType::cuda, "v2_2x2", 25,
+  register_kernel(keys::max_pool2d, DeviceType::cuda, "v2_2x2", Priority::tuned + 5,
+                  "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64)",
+                  max_pool2d_v2);
+  register_kernel(
+      keys::max_pool2d_backward, DeviceType::cuda, "v2_2x2", Priority::tuned + 5,
       "2x2 windows of stride 2: one thread per window writes its 4 gradients; other windows as v1_direct (f32, f64)",
       max_pool2d_backward_v2);
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "v1_direct", 20,
-                                "one thread per output scanning its window (f32, f64)", max_pool2d_v1);
-  register_kernel<MaxPool2dBackwardKernel>(
-      "max_pool2d.backward", DeviceType::cuda, "v1_direct", 20,
+  register_kernel(keys::max_pool2d, DeviceType::cuda, "v1_direct", Priority::tuned,
+                  "one thread per output scanning its window (f32, f64)", max_pool2d_v1);
+  register_kernel(
+      keys::max_pool2d_backward, DeviceType::cuda, "v1_direct", Priority::tuned,
       "one thread per input gathering the windows it wins, first-max tie rule, no atomics (f32, f64)",
       max_pool2d_backward_v1);
-  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cuda, "v1_direct", 10,
-                                "one thread per output summing its window (f32, f64)", avg_pool2d_v1);
-  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cuda, "v1_direct", 10,
-                                           "one thread per input gathering its windows, no atomics (f32, f64)",
-                                           avg_pool2d_backward_v1);
+  register_kernel(keys::avg_pool2d, DeviceType::cuda, "v1_direct", Priority::portable,
+                  "one thread per output summing its window (f32, f64)", avg_pool2d_v1);
+  register_kernel(keys::avg_pool2d_backward, DeviceType::cuda, "v1_direct", Priority::portable,
+                  "one thread per input gathering its windows, no atomics (f32, f64)",
+                  avg_pool2d_backward_v1);
 #ifdef MINIDL_WITH_CUDNN
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "cudnn", 10,
-                                "cudnnPoolingForward, MAX_DETERMINISTIC (f32)", max_pool2d_cudnn);
-  register_kernel<MaxPool2dBackwardKernel>(
-      "max_pool2d.backward", DeviceType::cuda, "cudnn", 10,
+  register_kernel(keys::max_pool2d, DeviceType::cuda, "cudnn", Priority::portable,
+                  "cudnnPoolingForward, MAX_DETERMINISTIC (f32)", max_pool2d_cudnn);
+  register_kernel(
+      keys::max_pool2d_backward, DeviceType::cuda, "cudnn", Priority::portable,
       "cudnnPoolingBackward, MAX_DETERMINISTIC; tie rule undocumented (first-max in tests) (f32)", max_pool2d_backward_cudnn);
-  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cuda, "cudnn", 20,
-                                "cudnnPoolingForward, AVERAGE_COUNT_INCLUDE_PADDING (f32)", avg_pool2d_cudnn);
-  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cuda, "cudnn", 20,
-                                           "cudnnPoolingBackward, AVERAGE_COUNT_INCLUDE_PADDING (f32)",
-                                           avg_pool2d_backward_cudnn);
+  register_kernel(keys::avg_pool2d, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnPoolingForward, AVERAGE_COUNT_INCLUDE_PADDING (f32)", avg_pool2d_cudnn);
+  register_kernel(keys::avg_pool2d_backward, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnPoolingBackward, AVERAGE_COUNT_INCLUDE_PADDING (f32)",
+                  avg_pool2d_backward_cudnn);
 #endif
 }
 

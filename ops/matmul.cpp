@@ -31,7 +31,7 @@ Tensor gemm_kernel(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b)
     fill_(out, 0.0);
     return out;
   }
-  dispatch<MatmulKernel>("matmul", a.device(), a, b, out, trans_a, trans_b);
+  dispatch(keys::matmul, a.device(), a, b, out, trans_a, trans_b);
   return out;
 }
 

@@ -207,7 +207,7 @@ namespace {
 Tensor gather_grad(const Tensor& g, const Tensor& i3, int64_t n, const Shape& xshape, TensorOptions options) {
   Tensor g3 = g.contiguous().view(i3.shape());
   Tensor gx = empty({i3.shape()[0], n, i3.shape()[2]}, options);
-  dispatch<ScatterAddKernel>("gather.backward", g.device(), g3, i3, gx);
+  dispatch(keys::gather_backward, g.device(), g3, i3, gx);
   return gx.view(xshape);
 }
 }  // namespace
@@ -230,7 +230,7 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   Tensor x3 = x.detach().contiguous().view({outer, n, inner});
   Tensor i3 = index.contiguous().view({outer, k, inner});
   Tensor out3 = empty({outer, k, inner}, x.options());
-  dispatch<GatherKernel>("gather", x.device(), x3, i3, out3);
+  dispatch(keys::gather, x.device(), x3, i3, out3);
   Tensor out = out3.view(index.shape());
   if (needs_grad({x}))
     attach_grad_fn(out, "GatherBackward", {x}, [i3, n, xshape = x.shape(), o = x.options()](const Tensor& g) {
@@ -257,7 +257,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   Tensor x3 = x.detach().contiguous().view({outer, n, inner});
   Tensor i1 = index.contiguous();
   Tensor out3 = empty({outer, k, inner}, x.options());
-  dispatch<IndexSelectKernel>("index_select", x.device(), x3, i1, out3);
+  dispatch(keys::index_select, x.device(), x3, i1, out3);
   Shape out_shape = x.shape();
   out_shape[d] = k;
   Tensor out = out3.view(out_shape);
