@@ -42,7 +42,7 @@ Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim) {
       Tensor grad_y = empty(saved_out.shape(), g3.options());
       Tensor grad_bias = empty({saved_out.shape()[1]}, g3.options());
       dispatch(keys::bias_relu_backward, g3.device(), g3, saved_out, grad_y, grad_bias);
-      return grads{grad_y.view(y_shape), grad_bias};
+      return InputGradients{grad_y.view(y_shape), grad_bias};
     });
   }
   return out;

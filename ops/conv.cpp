@@ -58,7 +58,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
             const Shape& s = gc.shape();
             grad_b = sum(sum(gc.view({s[0], s[1], s[2] * s[3]}), {2}), {0});
           }
-          return grads{grad_x, grad_w, grad_b};
+          return InputGradients{grad_x, grad_w, grad_b};
         });
   }
   return y;

@@ -74,7 +74,7 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
                      Tensor grad = empty(lp.shape(), lp.options());
                      dispatch(keys::ctc_loss_backward, lp.device(), lp, tg, il, tl, log_alpha,
                               g.contiguous(), blank, zero_infinity, grad);
-                     return grads{grad};
+                     return InputGradients{grad};
                    });
 
   std::vector<double> inverse_length(N);

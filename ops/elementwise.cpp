@@ -72,7 +72,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
   Tensor out = binary(keys::add, a, b);
   if (needs_grad({a, b}))
     attach_grad_fn(out, "AddBackward", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
-      return grads{sum_to(g, sa), sum_to(g, sb)};
+      return InputGradients{sum_to(g, sa), sum_to(g, sb)};
     });
   return out;
 }
@@ -81,7 +81,7 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor out = binary(keys::sub, a, b);
   if (needs_grad({a, b}))
     attach_grad_fn(out, "SubBackward", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
-      return grads{sum_to(g, sa), sum_to(neg(g), sb)};
+      return InputGradients{sum_to(g, sa), sum_to(neg(g), sb)};
     });
   return out;
 }
@@ -92,7 +92,7 @@ Tensor mul(const Tensor& a, const Tensor& b) {
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     attach_grad_fn(out, "MulBackward", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
-      return grads{ga ? sum_to(mul(g, b), a.shape()) : Tensor(), gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
+      return InputGradients{ga ? sum_to(mul(g, b), a.shape()) : Tensor(), gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
     });
   }
   return out;
@@ -106,7 +106,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
     attach_grad_fn(out, "DivBackward", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
       Tensor grad_a = ga ? sum_to(div(g, b), a.shape()) : Tensor();
       Tensor grad_b = gb ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor();
-      return grads{grad_a, grad_b};
+      return InputGradients{grad_a, grad_b};
     });
   }
   return out;
@@ -114,14 +114,14 @@ Tensor div(const Tensor& a, const Tensor& b) {
 
 Tensor add_scalar(const Tensor& x, double s) {
   Tensor out = unary_scalar(keys::add_scalar, x, s);
-  if (needs_grad({x})) attach_grad_fn(out, "AddScalarBackward", {x}, [](const Tensor& g) { return grads{g}; });
+  if (needs_grad({x})) attach_grad_fn(out, "AddScalarBackward", {x}, [](const Tensor& g) { return InputGradients{g}; });
   return out;
 }
 
 Tensor mul_scalar(const Tensor& x, double s) {
   Tensor out = unary_scalar(keys::mul_scalar, x, s);
   if (needs_grad({x}))
-    attach_grad_fn(out, "MulScalarBackward", {x}, [s](const Tensor& g) { return grads{mul_scalar(g, s)}; });
+    attach_grad_fn(out, "MulScalarBackward", {x}, [s](const Tensor& g) { return InputGradients{mul_scalar(g, s)}; });
   return out;
 }
 
@@ -130,29 +130,29 @@ Tensor pow_scalar(const Tensor& x, double p) {
   if (needs_grad({x}))
     attach_grad_fn(out, "PowScalarBackward", {x}, [x = x.detach(), p](const Tensor& g) {
       // x^0 is constant: without this, 0 * x^-1 would give NaN at x = 0.
-      if (p == 0) return grads{zeros_like(g)};
-      return grads{mul(g, mul_scalar(pow_scalar(x, p - 1), p))};
+      if (p == 0) return InputGradients{zeros_like(g)};
+      return InputGradients{mul(g, mul_scalar(pow_scalar(x, p - 1), p))};
     });
   return out;
 }
 
 Tensor neg(const Tensor& x) {
   Tensor out = unary(keys::neg, x);
-  if (needs_grad({x})) attach_grad_fn(out, "NegBackward", {x}, [](const Tensor& g) { return grads{neg(g)}; });
+  if (needs_grad({x})) attach_grad_fn(out, "NegBackward", {x}, [](const Tensor& g) { return InputGradients{neg(g)}; });
   return out;
 }
 
 Tensor exp(const Tensor& x) {
   Tensor out = unary(keys::exp, x);
   if (needs_grad({x}))
-    attach_grad_fn(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& g) { return grads{mul(g, y)}; });
+    attach_grad_fn(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& g) { return InputGradients{mul(g, y)}; });
   return out;
 }
 
 Tensor log(const Tensor& x) {
   Tensor out = unary(keys::log, x);
   if (needs_grad({x}))
-    attach_grad_fn(out, "LogBackward", {x}, [x = x.detach()](const Tensor& g) { return grads{div(g, x)}; });
+    attach_grad_fn(out, "LogBackward", {x}, [x = x.detach()](const Tensor& g) { return InputGradients{div(g, x)}; });
   return out;
 }
 
@@ -160,7 +160,7 @@ Tensor sqrt(const Tensor& x) {
   Tensor out = unary(keys::sqrt, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "SqrtBackward", {x}, [y = out.detach()](const Tensor& g) {
-      return grads{mul_scalar(div(g, y), 0.5)};
+      return InputGradients{mul_scalar(div(g, y), 0.5)};
     });
   return out;
 }
@@ -169,7 +169,7 @@ Tensor relu(const Tensor& x) {
   Tensor out = unary(keys::relu, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "ReluBackward", {x}, [x = x.detach()](const Tensor& g) {
-      return grads{binary(keys::relu_backward, g, x)};
+      return InputGradients{binary(keys::relu_backward, g, x)};
     });
   return out;
 }
@@ -179,7 +179,7 @@ Tensor sigmoid(const Tensor& x) {
   if (needs_grad({x}))
     attach_grad_fn(out, "SigmoidBackward", {x}, [y = out.detach()](const Tensor& g) {
       // y * (1 - y) = y - y^2
-      return grads{mul(g, sub(y, mul(y, y)))};
+      return InputGradients{mul(g, sub(y, mul(y, y)))};
     });
   return out;
 }
@@ -188,7 +188,7 @@ Tensor tanh(const Tensor& x) {
   Tensor out = unary(keys::tanh, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "TanhBackward", {x}, [y = out.detach()](const Tensor& g) {
-      return grads{mul(g, add_scalar(neg(mul(y, y)), 1.0))};
+      return InputGradients{mul(g, add_scalar(neg(mul(y, y)), 1.0))};
     });
   return out;
 }

@@ -37,7 +37,7 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
       Tensor grad_h = empty(h_c.shape(), h_c.options());
       dispatch(keys::gru_cell_backward, h_c.device(), g.contiguous(), h_c, gates, grad_gi, grad_gh,
                grad_h);
-      return grads{grad_gi, grad_gh, grad_h};
+      return InputGradients{grad_gi, grad_gh, grad_h};
     });
   return h_new;
 }

@@ -47,7 +47,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
       Tensor grad_logits = empty(packed_logits.shape(), packed_logits.options());
       dispatch(keys::cross_entropy_backward, g.device(), packed_logits, packed_target,
                grad_rows, grad_logits);
-      return grads{grad_logits};
+      return InputGradients{grad_logits};
     });
   return out;
 }

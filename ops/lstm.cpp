@@ -41,7 +41,7 @@ Tensor lstm_cell(const Tensor& gi, const Tensor& gh, const Tensor& c) {
       dispatch(keys::lstm_cell_backward, c_c.device(), g_c.select(0, 0), g_c.select(0, 1), c_c,
                gates, grad_gates, grad_c);
       // One tensor for gi and gh: autograd never writes a gradient in place, so they may share it.
-      return grads{grad_gates, grad_gates, grad_c};
+      return InputGradients{grad_gates, grad_gates, grad_c};
     });
   return hc_new;
 }

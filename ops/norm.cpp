@@ -106,7 +106,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
             dispatch(keys::batch_norm_relu_backward, grad.device(), x3, y3,
                      grad.contiguous().view(x3.shape()), g, save_mean, save_invstd,
                      grad_x, grad_gamma, grad_beta);
-            return grads{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+            return InputGradients{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     } else if (needs_grad({x, gamma, beta}))
       attach_grad_fn(
@@ -117,7 +117,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
             dispatch(keys::batch_norm_backward, grad.device(), x3,
                      grad.contiguous().view(x3.shape()), g, save_mean, save_invstd, grad_x,
                      grad_gamma, grad_beta);
-            return grads{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+            return InputGradients{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     return out;
   }
@@ -139,7 +139,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                      Tensor grad_gamma, grad_beta;
                      if (gamma_grad) grad_gamma = sum(mul(g3, mul(sub(x3, mean_c.view(per_channel)), invstd)), {0, 2});
                      if (beta_grad) grad_beta = sum(g3, {0, 2});
-                     return grads{grad_x, grad_gamma, grad_beta};
+                     return InputGradients{grad_x, grad_gamma, grad_beta};
                    });
   return out;
 }

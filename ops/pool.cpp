@@ -41,7 +41,7 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
     attach_grad_fn(y, "MaxPool2dBackward", {x}, [xc, yc = y.detach(), p](const Tensor& g) {
       Tensor grad_x = empty(xc.shape(), xc.options());
       dispatch(keys::max_pool2d_backward, xc.device(), xc, yc, g.contiguous(), grad_x, p);
-      return grads{grad_x};
+      return InputGradients{grad_x};
     });
   return y;
 }
@@ -53,7 +53,7 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
     attach_grad_fn(y, "AvgPool2dBackward", {x}, [x_shape = x.shape(), p](const Tensor& g) {
       Tensor grad_x = empty(x_shape, g.options());
       dispatch(keys::avg_pool2d_backward, g.device(), g.contiguous(), grad_x, p);
-      return grads{grad_x};
+      return InputGradients{grad_x};
     });
   return y;
 }

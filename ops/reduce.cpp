@@ -62,7 +62,7 @@ Tensor sum(const Tensor& x, const std::vector<int>& dims, bool keepdim) {
   out = out.view(keepdim ? L.keepdim_shape : L.kept_shape);
   if (needs_grad({x}))
     attach_grad_fn(out, "SumBackward", {x}, [L, shape = x.shape()](const Tensor& g) {
-      return grads{g.reshape(L.keepdim_shape).expand(shape)};
+      return InputGradients{g.reshape(L.keepdim_shape).expand(shape)};
     });
   return out;
 }

@@ -86,7 +86,7 @@ Tensor rnn_sequence(const KernelKey<RnnSequenceKernel>& key, const KernelKey<Rnn
                      for (const Tensor& p : params_c) grad_params.push_back(empty(p.shape(), p.options()));
                      dispatch(backward_key, x_c.device(), g.contiguous(), x_c, params_c, num_layers,
                               bidirectional, y_saved, reserve, grad_x, grad_params);
-                     grads out = {grad_x};
+                     InputGradients out = {grad_x};
                      out.insert(out.end(), grad_params.begin(), grad_params.end());
                      return out;
                    });

@@ -20,7 +20,7 @@ namespace {
 // Attaches "the gradient of this view is back(g)" when x needs a gradient.
 template <class Back>
 Tensor with_view_grad(Tensor out, const Tensor& x, const char* name, Back back) {
-  if (needs_grad({x})) attach_grad_fn(out, name, {x}, [back](const Tensor& g) { return grads{back(g)}; });
+  if (needs_grad({x})) attach_grad_fn(out, name, {x}, [back](const Tensor& g) { return InputGradients{back(g)}; });
   return out;
 }
 
@@ -193,7 +193,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int dim) {
     std::vector<int64_t> sizes;
     for (const Tensor& t : tensors) sizes.push_back(t.shape()[d]);
     attach_grad_fn(out, "ConcatBackward", tensors, [d, starts, sizes](const Tensor& g) {
-      grads gs;
+      InputGradients gs;
       for (size_t i = 0; i < starts.size(); ++i) gs.push_back(g.slice(d, starts[i], starts[i] + sizes[i]));
       return gs;
     });
@@ -234,7 +234,7 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   Tensor out = out3.view(index.shape());
   if (needs_grad({x}))
     attach_grad_fn(out, "GatherBackward", {x}, [i3, n, xshape = x.shape(), o = x.options()](const Tensor& g) {
-      return grads{gather_grad(g, i3, n, xshape, o)};
+      return InputGradients{gather_grad(g, i3, n, xshape, o)};
     });
   return out;
 }
@@ -264,7 +264,7 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   if (is_floating(x.dtype()) && needs_grad({x}))
     attach_grad_fn(out, "IndexSelectBackward", {x}, [i1, outer, n, k, inner, xshape = x.shape(), o = x.options()](const Tensor& g) {
       const Tensor i3 = i1.view({1, k, 1}).expand({outer, k, inner}).contiguous();
-      return grads{gather_grad(g, i3, n, xshape, o)};
+      return InputGradients{gather_grad(g, i3, n, xshape, o)};
     });
   return out;
 }

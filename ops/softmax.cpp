@@ -64,7 +64,7 @@ Tensor softmax_family(const KernelKey<SoftmaxKernel>& key, const KernelKey<Softm
     attach_grad_fn(out, node_name, {x}, [y_rows, L, &backward_key](const Tensor& g) {
       Tensor grad_rows = empty(y_rows.shape(), y_rows.options());
       dispatch(backward_key, g.device(), y_rows, to_rows(g, L), grad_rows);
-      return grads{from_rows(grad_rows, L)};
+      return InputGradients{from_rows(grad_rows, L)};
     });
   return out;
 }
