@@ -14,7 +14,7 @@ thread_local bool grad_enabled = true;
 // A node whose backward is a lambda; its captures are the saved tensors.
 struct FunctionNode final : Node {
   BackwardFn fn;
-  grads apply(const Tensor& g) override {
+  InputGradients apply(const Tensor& g) override {
     MINIDL_CHECK(fn != nullptr, name, ": backward through a graph that was already freed; "
                  "run the forward pass again before calling backward a second time");
     return fn(g);
@@ -26,7 +26,7 @@ struct FunctionNode final : Node {
 // [doc:accumulate_grad] quoted by docs/course/02-autograd.md
 struct AccumulateGrad final : Node {
   std::shared_ptr<TensorImpl> leaf;
-  grads apply(const Tensor& g) override {
+  InputGradients apply(const Tensor& g) override {
     Tensor t(leaf);
     Tensor old = t.grad();
     t.set_grad(old.defined() ? add(old, g) : g.contiguous().detach());
@@ -184,7 +184,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root) {
     }
     Tensor g = found->second;
     pending.erase(found);
-    grads input_grads = node->apply(g);
+    InputGradients input_grads = node->apply(g);
     node->release();
     passed_accumulation(node, true);
     for (size_t i = 0; i < node->next.size() && i < input_grads.size(); ++i) {

@@ -9,7 +9,7 @@
 // Writing a gradient (ops/*.cpp):
 //   if (needs_grad({a, b}))
 //     attach_grad_fn(out, "MulBackward", {a, b},
-//                    [a = a.detach(), b = b.detach()](const Tensor& g) { return grads{mul(g, b), mul(g, a)}; });
+//                    [a = a.detach(), b = b.detach()](const Tensor& g) { return InputGradients{mul(g, b), mul(g, a)}; });
 // The lambda's captures are the "saved tensors"; they are released when backward has used the node.
 // Save inputs/outputs *detached*: a node that held its own output's history would keep itself alive.
 //
@@ -26,8 +26,9 @@
 
 namespace minidl {
 
-using grads = std::vector<Tensor>;
-using BackwardFn = std::function<grads(const Tensor& grad_output)>;
+// The gradients of a node's inputs, one per input in order (undefined where an input needs none).
+using InputGradients = std::vector<Tensor>;
+using BackwardFn = std::function<InputGradients(const Tensor& grad_output)>;
 
 struct Node {
   virtual ~Node() = default;
@@ -36,7 +37,7 @@ struct Node {
   std::vector<Shape> input_shapes;          // each returned gradient must have this shape
 
   // Gradients for each input given the gradient of the output (undefined where not needed).
-  virtual grads apply(const Tensor& grad_output) = 0;
+  virtual InputGradients apply(const Tensor& grad_output) = 0;
   // Frees saved tensors once backward has used this node.
   virtual void release() {}
 };

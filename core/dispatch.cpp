@@ -24,9 +24,12 @@ void ensure_registered();  // core/registry_init.cpp
 struct KeySlot {
   // The immutable list candidates() returns; null until built after the last change.
   std::atomic<const std::vector<const KernelInfo*>*> candidates{nullptr};
-  // The last served call: the kernel, and the kernels that declined before it.
+  // The last served call: the kernel (never freed, see "Thread safety"), and whether kernels declined
+  // before it. A call served like the one before it changes neither and takes no lock.
+  std::atomic<const KernelInfo*> last_used{nullptr};
+  std::atomic<bool> last_had_declines{false};
+  // The names of the kernels that declined the last call, behind their own lock.
   mutable std::mutex usage_mutex;
-  std::string last_used;
   std::vector<std::string> last_declined;
 };
 
@@ -84,14 +87,14 @@ namespace {
 void print_profile();
 }
 
-KernelRegistry& KernelRegistry::raw() {
+KernelRegistry& KernelRegistry::during_registration() {
   static KernelRegistry registry;
   return registry;
 }
 
 KernelRegistry& KernelRegistry::instance() {
   ensure_registered();
-  return raw();
+  return during_registration();
 }
 
 KernelRegistry::Impl& KernelRegistry::impl() const {
@@ -108,11 +111,16 @@ KernelRegistry::Impl& KernelRegistry::impl() const {
 void KernelRegistry::add(KernelInfo info) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
-  for (const auto& k : s.kernels)
+  for (const auto& k : s.kernels) {
     MINIDL_CHECK(!(k->key == info.key && k->device == info.device && k->name == info.name),
                  "dispatch: kernel '", info.name, "' registered twice for ", info.key, " on ",
                  device_type_name(info.device));
-  s.invalidate(s.slot(info.key, info.device));
+    // Typed keys make a mismatch a compile error; this catches two key objects of one name.
+    MINIDL_CHECK(k->key != info.key || k->signature == info.signature, "dispatch: kernel '", info.name, "' of '",
+                 info.key, "' has another signature than kernel '", k->name, "' of the same key");
+  }
+  info.slot = &s.slot(info.key, info.device);
+  s.invalidate(*info.slot);
   s.kernels.push_back(std::make_unique<KernelInfo>(std::move(info)));
 }
 
@@ -136,6 +144,20 @@ void KernelRegistry::set_log_level(int level) {
   std::lock_guard<std::mutex> lock(s.mutex);
   s.log_level = level;
   s.logged.clear();
+}
+
+const std::vector<const KernelInfo*>& KernelRegistry::candidates(const KernelKeyBase& key, DeviceType device) {
+  // The fast path: the key knows its slot and the slot holds a list. No lock, no string.
+  KeySlot* slot = key.cached_slot(device);
+  if (slot)
+    if (const std::vector<const KernelInfo*>* list = slot->candidates.load()) return *list;
+  if (!slot) {
+    Impl& s = impl();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    slot = &s.slot(key.name(), device);
+    key.cache_slot(device, slot);
+  }
+  return candidates(key.name(), device);
 }
 
 const std::vector<const KernelInfo*>& KernelRegistry::candidates(const std::string& key, DeviceType device) {
@@ -223,24 +245,19 @@ std::string KernelRegistry::last_used(const std::string& key, DeviceType device)
     slot = s.find_slot(key, device);
   }
   if (!slot) return "";
-  std::lock_guard<std::mutex> lock(slot->usage_mutex);
-  return slot->last_used;
+  const KernelInfo* used = slot->last_used.load();
+  return used ? used->name : "";
 }
 
 void KernelRegistry::note_used(const KernelInfo& k, const DeclinedKernels& declined) {
   Impl& s = impl();
-  KeySlot* slot = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    slot = &s.slot(k.key, k.device);
-  }
-  {
+  KeySlot* slot = k.slot;
+  if (slot->last_used.load() != &k || declined.count > 0 || slot->last_had_declines.load()) {
     std::lock_guard<std::mutex> lock(slot->usage_mutex);
-    if (slot->last_used != k.name) slot->last_used = k.name;
-    if (declined.count > 0 || !slot->last_declined.empty()) {
-      slot->last_declined.clear();
-      for (int i = 0; i < declined.count; ++i) slot->last_declined.push_back(declined.kernels[i]->name);
-    }
+    slot->last_used.store(&k);
+    slot->last_had_declines.store(declined.count > 0);
+    slot->last_declined.clear();
+    for (int i = 0; i < declined.count; ++i) slot->last_declined.push_back(declined.kernels[i]->name);
   }
   const int level = s.log_level.load();
   if (level < 1) return;

@@ -8,9 +8,15 @@
 //
 // Returning false means "I decline this call" (a dtype or layout it does not handle); the dispatcher
 // then tries the next kernel. Order of trial: the kernel the user selected for this op and device (if
-// any), then the others by descending priority. The kernel signatures of every op are in
-// ops/kernel_signatures.h; every kernel file registers its kernels through one function, listed in
-// cpu/kernel_files.h or cuda/kernel_files.h.
+// any), then the others by descending priority (Priority below). Each key is a typed object declared
+// next to its signature in ops/kernel_signatures.h (core/kernel_key.h): registration and dispatch take
+// the object, so a kernel of the wrong signature does not compile:
+//
+//     register_kernel(keys::matmul, DeviceType::cpu, "openblas", Priority::tuned, "cblas_sgemm", matmul_openblas);
+//     dispatch(keys::matmul, a.device(), a, b, out, trans_a, trans_b);
+//
+// Every kernel file registers its kernels through one function, listed in cpu/kernel_files.h or
+// cuda/kernel_files.h.
 //
 // Selecting kernels at run time:
 //   - API:         minidl::select_kernel("matmul", DeviceType::cpu, "naive");
@@ -33,11 +39,25 @@
 
 #include "core/device.h"
 #include "core/error.h"
+#include "core/kernel_key.h"
 #include "core/numerics.h"
 
 namespace minidl {
 
 using AnyFunction = void (*)();
+
+// Priorities: the default kernel of a key on a device is the one of highest priority that accepts the
+// call. The levels, from the bottom of a ladder to its top:
+enum class Priority : int {
+  reference = 0,  // the naive reference every other kernel is tested against (cpu/*_naive.cpp, CUDA v1_naive)
+  portable = 10,  // plain parallel code: OpenMP loops, one CUDA thread per element, memcpy
+  tuned = 20,     // tuned kernels and vendor libraries: BLAS, cuDNN, vectorised or register-blocked CUDA
+  preferred = 30, // above the tuned and vendor kernels of its key: cuBLAS atop the matmul ladder,
+                  // batch_norm's v2_split above cuDNN
+};
+// An order between two named levels: `Priority::tuned + 5`. Every use says why, in a comment.
+constexpr Priority operator+(Priority p, int offset) { return static_cast<Priority>(static_cast<int>(p) + offset); }
+constexpr Priority operator-(Priority p, int offset) { return p + (-offset); }
 
 struct KernelInfo {
   std::string key;          // "conv2d.backward_input"
@@ -48,6 +68,7 @@ struct KernelInfo {
   int priority = 0;         // the highest-priority kernel that accepts a call is the default
   AnyFunction fn = nullptr;
   std::type_index signature = typeid(void);
+  KeySlot* slot = nullptr;  // its (key, device) entry of the table, set by KernelRegistry::add
 };
 
 // The kernels that declined one call before another served it (at most kMax are remembered), collected
@@ -71,9 +92,12 @@ class KernelRegistry {
  public:
   // The registry with every kernel registered (registration happens on first use).
   static KernelRegistry& instance();
-  // The registry as it is, for the registration functions themselves.
-  static KernelRegistry& raw();
+  // The registry as it is, without registering anything first: for the registration functions
+  // themselves (register_kernel), which run while instance() is registering.
+  static KernelRegistry& during_registration();
 
+  // Adds a kernel. Throws when (key, device, name) exists, or when the key's other kernels were
+  // registered with another signature (two key objects of one name and different types).
   void add(KernelInfo info);
   // Removes kernel `name` of (key, device); false when there is none. For tests and `minidl bench` tests,
   // which register a kernel of their own for a while (tests/test_util.h ScopedKernel).
@@ -81,6 +105,10 @@ class KernelRegistry {
 
   // The kernels to try for (key, device), in order: the selected one first, then by priority. The list
   // never changes and stays valid for the life of the process (see "Thread safety" above).
+  // By key object: once the key has cached its slot and the list is built, this reads two atomic
+  // pointers and takes no lock (the dispatch fast path).
+  const std::vector<const KernelInfo*>& candidates(const KernelKeyBase& key, DeviceType device);
+  // By name, for tests and tools that pick a key at run time (takes the registry's lock).
   const std::vector<const KernelInfo*>& candidates(const std::string& key, DeviceType device);
 
   // Makes `name` the first kernel tried for every key of `op` on `device` that has a kernel of that
@@ -122,7 +150,25 @@ class KernelRegistry {
 // Seconds on a monotonic clock, after waiting for `device` to finish its queued work (for MINIDL_PROFILE).
 double profile_clock(Device device);
 
-// Registers `fn` under `key` for `device`. Fn is a function type, e.g. bool(const Tensor&, Tensor&).
+// Registers `fn` under `key` for `device`; `fn`'s type must be the key's signature (a compile error otherwise).
+template <class Fn>
+void register_kernel(const KernelKey<Fn>& key, DeviceType device, const std::string& name, Priority priority,
+                     const std::string& description, typename KernelKey<Fn>::Signature* fn) {
+  KernelInfo k;
+  k.key = key.name();
+  k.op = k.key.substr(0, k.key.find('.'));
+  k.device = device;
+  k.name = name;
+  k.description = description;
+  k.priority = static_cast<int>(priority);
+  k.fn = reinterpret_cast<AnyFunction>(fn);
+  k.signature = typeid(Fn);
+  KernelRegistry::during_registration().add(std::move(k));
+}
+
+// Registers `fn` under a key named at run time: for tests and exercises that register a kernel of their
+// own for a while (tests/test_util.h ScopedKernel). KernelRegistry::add checks the signature against
+// the key's other kernels.
 template <class Fn>
 void register_kernel(const std::string& key, DeviceType device, const std::string& name, int priority,
                      const std::string& description, Fn* fn) {
@@ -135,20 +181,19 @@ void register_kernel(const std::string& key, DeviceType device, const std::strin
   k.priority = priority;
   k.fn = reinterpret_cast<AnyFunction>(fn);
   k.signature = typeid(Fn);
-  KernelRegistry::raw().add(std::move(k));
+  KernelRegistry::during_registration().add(std::move(k));
 }
 
-// Calls the first kernel for (key, device) that accepts the call. Throws when none does.
+// Calls kernels[0], kernels[1], ... until one accepts the call. Throws when none does. The list comes
+// from KernelRegistry::candidates; every kernel in it has the signature Fn (checked by the callers).
 // [doc:dispatch_loop] quoted by docs/course/03-dispatch.md
 template <class Fn, class... Args>
-void dispatch(const std::string& key, Device device, Args&&... args) {
+void call_first_accepting(const std::vector<const KernelInfo*>& kernels, const char* key, Device device,
+                          Args&&... args) {
   KernelRegistry& registry = KernelRegistry::instance();
-  const std::vector<const KernelInfo*>& kernels = registry.candidates(key, device.type);
   const bool profiling = registry.profiling();
   DeclinedKernels declined;
   for (const KernelInfo* k : kernels) {
-    MINIDL_CHECK(k->signature == typeid(Fn), "dispatch: kernel '", k->name, "' of '", key,
-                 "' was registered with another signature");
     Fn* fn = reinterpret_cast<Fn*>(k->fn);
     const double start = profiling ? profile_clock(device) : 0.0;
     if (fn(args...)) {
@@ -166,7 +211,26 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
   throw Error(str_cat(key, ": every kernel for ", device.str(), " declined this call (tried: ", tried,
                       "); unsupported dtype or layout?"));
 }
+
+// Calls the first kernel of `key` on `device` that accepts the call. Throws when none does. The key's
+// type fixes Fn, and register_kernel accepted only kernels of that type, so no check is needed here.
+template <class Fn, class... Args>
+void dispatch(const KernelKey<Fn>& key, Device device, Args&&... args) {
+  const std::vector<const KernelInfo*>& kernels = KernelRegistry::instance().candidates(key, device.type);
+  call_first_accepting<Fn>(kernels, key.name(), device, std::forward<Args>(args)...);
+}
 // [/doc:dispatch_loop]
+
+// The same by name, for tests that pick a key at run time: dispatch<UnaryKernel>("relu", device, x, out).
+// Slower (a lock and a map lookup), and the signature is checked at run time.
+template <class Fn, class... Args>
+void dispatch(const std::string& key, Device device, Args&&... args) {
+  const std::vector<const KernelInfo*>& kernels = KernelRegistry::instance().candidates(key, device.type);
+  for (const KernelInfo* k : kernels)
+    MINIDL_CHECK(k->signature == typeid(Fn), "dispatch: kernel '", k->name, "' of '", key,
+                 "' was registered with another signature");
+  call_first_accepting<Fn>(kernels, key.c_str(), device, std::forward<Args>(args)...);
+}
 
 // API selection: select_kernel("matmul", DeviceType::cpu, "naive").
 void select_kernel(const std::string& op, DeviceType device, const std::string& name);
@@ -175,6 +239,7 @@ void select_kernel(const std::string& op, DeviceType device, const std::string& 
 void select_kernels_from_spec(const std::string& spec);
 // The kernel that served the last call of (key, device): "" if none yet. Tests assert with it.
 std::string last_kernel(const std::string& key, DeviceType device);
+inline std::string last_kernel(const KernelKeyBase& key, DeviceType device) { return last_kernel(key.name(), device); }
 // The kernels that declined the last call of (key, device) before another served it.
 std::vector<std::string> last_declined_kernels(const std::string& key, DeviceType device);
 // Clears every selection (tests use it to restore defaults).

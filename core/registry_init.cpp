@@ -34,7 +34,7 @@ void ensure_registered() {
   static std::once_flag selection;
   std::call_once(selection, [] {
     const std::string spec = settings::kernels.read();
-    if (!spec.empty()) apply_kernel_spec(KernelRegistry::raw(), spec);
+    if (!spec.empty()) apply_kernel_spec(KernelRegistry::during_registration(), spec);
   });
 }
 

@@ -156,7 +156,7 @@ Tensor make_view(const Tensor& base, const Shape& shape, const Shape& strides, i
 
 void fill_(const Tensor& dst, double value) {
   Tensor d = dst;
-  dispatch<FillKernel>("fill", dst.device(), d, value);
+  dispatch(keys::fill, dst.device(), d, value);
 }
 
 namespace {
@@ -182,9 +182,9 @@ void copy_(const Tensor& dst, const Tensor& src) {
   Tensor d = dst;
   if (src.device() == dst.device()) {
     if (src.dtype() == dst.dtype())
-      dispatch<CopyKernel>("copy", dst.device(), src, d);
+      dispatch(keys::copy, dst.device(), src, d);
     else
-      dispatch<CopyKernel>("cast", dst.device(), src, d);
+      dispatch(keys::cast, dst.device(), src, d);
     return;
   }
   MINIDL_CHECK(src.dtype() == dst.dtype(), "copy: cannot change dtype (", dtype_name(src.dtype()), " -> ",
@@ -196,7 +196,7 @@ void copy_(const Tensor& dst, const Tensor& src) {
   } else {
     Tensor staging = empty(dst.shape(), dst.options());
     copy_contiguous_across(staging, packed_src);
-    dispatch<CopyKernel>("copy", dst.device(), staging, d);
+    dispatch(keys::copy, dst.device(), staging, d);
   }
 }
 

@@ -3,6 +3,7 @@
 // ops/kernel_signatures.h, which includes this file: the list of keys stays one list for kernel writers,
 // while core/tensor.cpp depends only on core (docs/architecture.md, "Layers").
 #pragma once
+#include "core/kernel_key.h"
 #include "core/tensor.h"
 
 namespace minidl {
@@ -11,8 +12,15 @@ namespace minidl {
 // its strides and never overlaps src). Key "cast": the same, but dst may have another dtype (any of the
 // four); values convert as C++ static_cast does.
 using CopyKernel = bool(const Tensor& src, Tensor& dst);
+namespace keys {
+inline const KernelKey<CopyKernel> cast{"cast"};
+inline const KernelKey<CopyKernel> copy{"copy"};
+}  // namespace keys
 
 // Key "fill": every element of dst (any strides, any dtype) = value.
 using FillKernel = bool(Tensor& dst, double value);
+namespace keys {
+inline const KernelKey<FillKernel> fill{"fill"};
+}  // namespace keys
 
 }  // namespace minidl

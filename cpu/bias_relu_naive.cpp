@@ -51,11 +51,11 @@ bool bias_relu_backward_naive(const Tensor& g, const Tensor& out, Tensor& grad_y
 }  // namespace
 
 void register_bias_relu_naive_cpu() {
-  register_kernel<BiasReluKernel>("bias_relu", DeviceType::cpu, "naive", 0,
-                                  "reference: relu(y + bias[c]) element by element", bias_relu_naive);
-  register_kernel<BiasReluBackwardKernel>("bias_relu.backward", DeviceType::cpu, "naive", 0,
-                                          "reference: masked gradient, bias gradient summed in double per channel",
-                                          bias_relu_backward_naive);
+  register_kernel(keys::bias_relu, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: relu(y + bias[c]) element by element", bias_relu_naive);
+  register_kernel(keys::bias_relu_backward, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: masked gradient, bias gradient summed in double per channel",
+                  bias_relu_backward_naive);
 }
 
 }  // namespace minidl

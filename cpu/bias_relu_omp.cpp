@@ -144,10 +144,9 @@ bool bias_relu_backward_omp(const Tensor& g, const Tensor& out, Tensor& grad_y, 
 }  // namespace
 
 void register_bias_relu_omp_cpu() {
-  register_kernel<BiasReluKernel>("bias_relu", DeviceType::cpu, "omp", 10,
-                                  "vectorised rows across OpenMP threads (float32)", bias_relu_omp);
-  register_kernel<BiasReluBackwardKernel>(
-      "bias_relu.backward", DeviceType::cpu, "omp", 10,
+  register_kernel(keys::bias_relu, DeviceType::cpu, "omp", Priority::portable,
+                  "vectorised rows across OpenMP threads (float32)", bias_relu_omp);
+  register_kernel(keys::bias_relu_backward, DeviceType::cpu, "omp", Priority::portable,
       "channels (conv) or rows with per-thread partial sums (linear) across OpenMP threads (float32)",
       bias_relu_backward_omp);
 }

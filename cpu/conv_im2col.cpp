@@ -285,14 +285,14 @@ bool conv2d_backward_weight_im2col(const Tensor& x, const Tensor& grad_y, Tensor
 }  // namespace
 
 void register_conv_im2col_cpu() {
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cpu, "im2col_blas", 20,
-                                "im2col per image + OpenBLAS GEMM W·col, images split across threads", conv2d_im2col);
-  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cpu, "im2col_blas", 20,
-                                             "OpenBLAS GEMM W^T·dy per image, then col2im, images across threads",
-                                             conv2d_backward_input_im2col);
-  register_kernel<Conv2dBackwardWeightKernel>("conv2d.backward_weight", DeviceType::cpu, "im2col_blas", 20,
-                                              "im2col + OpenBLAS GEMM dy·col^T summed per thread, then across",
-                                              conv2d_backward_weight_im2col);
+  register_kernel(keys::conv2d, DeviceType::cpu, "im2col_blas", Priority::tuned,
+                  "im2col per image + OpenBLAS GEMM W·col, images split across threads", conv2d_im2col);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cpu, "im2col_blas", Priority::tuned,
+                  "OpenBLAS GEMM W^T·dy per image, then col2im, images across threads",
+                  conv2d_backward_input_im2col);
+  register_kernel(keys::conv2d_backward_weight, DeviceType::cpu, "im2col_blas", Priority::tuned,
+                  "im2col + OpenBLAS GEMM dy·col^T summed per thread, then across",
+                  conv2d_backward_weight_im2col);
 }
 
 }  // namespace minidl

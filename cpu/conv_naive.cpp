@@ -102,12 +102,12 @@ bool conv2d_backward_weight_naive(const Tensor& x, const Tensor& grad_y, Tensor&
 
 void register_conv_naive_cpu() {
   const char* d = "reference: direct loops over the formula, double accumulator";
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cpu, "naive", 0, d, conv2d_naive);
-  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cpu, "naive", 0,
-                                             "reference: scatter every (output, tap) product into dx",
-                                             conv2d_backward_input_naive);
-  register_kernel<Conv2dBackwardWeightKernel>("conv2d.backward_weight", DeviceType::cpu, "naive", 0, d,
-                                              conv2d_backward_weight_naive);
+  register_kernel(keys::conv2d, DeviceType::cpu, "naive", Priority::reference, d, conv2d_naive);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: scatter every (output, tap) product into dx",
+                  conv2d_backward_input_naive);
+  register_kernel(keys::conv2d_backward_weight, DeviceType::cpu, "naive", Priority::reference, d,
+                  conv2d_backward_weight_naive);
 }
 
 }  // namespace minidl

@@ -94,12 +94,12 @@ bool pack_naive(const std::vector<Tensor>& srcs, const std::vector<int64_t>& off
 }  // namespace
 
 void register_copy_naive_cpu() {
-  register_kernel<CopyKernel>("copy", DeviceType::cpu, "naive", 0, "element by element through strides", copy_naive);
-  register_kernel<CopyKernel>("copy", DeviceType::cpu, "memcpy", 10, "one memcpy; contiguous tensors only",
-                              copy_memcpy);
-  register_kernel<CopyKernel>("cast", DeviceType::cpu, "naive", 0, "element by element, static_cast", cast_naive);
-  register_kernel<FillKernel>("fill", DeviceType::cpu, "naive", 0, "element by element through strides", fill_naive);
-  register_kernel<PackKernel>("pack", DeviceType::cpu, "naive", 0, "one memcpy per tensor", pack_naive);
+  register_kernel(keys::copy, DeviceType::cpu, "naive", Priority::reference, "element by element through strides", copy_naive);
+  register_kernel(keys::copy, DeviceType::cpu, "memcpy", Priority::portable, "one memcpy; contiguous tensors only",
+                  copy_memcpy);
+  register_kernel(keys::cast, DeviceType::cpu, "naive", Priority::reference, "element by element, static_cast", cast_naive);
+  register_kernel(keys::fill, DeviceType::cpu, "naive", Priority::reference, "element by element through strides", fill_naive);
+  register_kernel(keys::pack, DeviceType::cpu, "naive", Priority::reference, "one memcpy per tensor", pack_naive);
 }
 
 }  // namespace minidl

@@ -56,9 +56,9 @@ bool copy_rows_omp(const Tensor& src, Tensor& dst) {
 }  // namespace
 
 void register_copy_strided_cpu() {
-  register_kernel<CopyKernel>("copy", DeviceType::cpu, "rows_omp", 5,
-                              "merged dims, one offset per row, rows across OpenMP threads (any strides)",
-                              copy_rows_omp);
+  register_kernel(keys::copy, DeviceType::cpu, "rows_omp", Priority::reference + 5,
+                  "merged dims, one offset per row, rows across OpenMP threads (any strides)",
+                  copy_rows_omp);
 }
 
 }  // namespace minidl

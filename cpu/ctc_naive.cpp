@@ -165,12 +165,12 @@ bool ctc_loss_backward_naive(const Tensor& log_probs, const Tensor& targets, con
 }  // namespace
 
 void register_ctc_naive_cpu() {
-  register_kernel<CtcLossKernel>("ctc_loss", DeviceType::cpu, "naive", 0,
-                                 "reference: alpha recursion per sample in log space, double accumulators",
-                                 ctc_loss_naive);
-  register_kernel<CtcLossBackwardKernel>("ctc_loss.backward", DeviceType::cpu, "naive", 0,
-                                         "reference: beta recursion per sample, gradient from alpha + beta",
-                                         ctc_loss_backward_naive);
+  register_kernel(keys::ctc_loss, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: alpha recursion per sample in log space, double accumulators",
+                  ctc_loss_naive);
+  register_kernel(keys::ctc_loss_backward, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: beta recursion per sample, gradient from alpha + beta",
+                  ctc_loss_backward_naive);
 }
 
 }  // namespace minidl

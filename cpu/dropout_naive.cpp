@@ -54,11 +54,11 @@ bool dropout_mask_omp(Tensor& mask, double p, uint64_t seed, uint64_t offset, co
 }  // namespace
 
 void register_dropout_naive_cpu() {
-  register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cpu, "naive", 0,
-                                     "reference: one Philox draw per element, in order", dropout_mask_naive);
-  register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cpu, "omp", 10,
-                                     "elements across OpenMP threads above 16k (counter-based: same mask)",
-                                     dropout_mask_omp);
+  register_kernel(keys::dropout_mask, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: one Philox draw per element, in order", dropout_mask_naive);
+  register_kernel(keys::dropout_mask, DeviceType::cpu, "omp", Priority::portable,
+                  "elements across OpenMP threads above 16k (counter-based: same mask)",
+                  dropout_mask_omp);
 }
 
 }  // namespace minidl

@@ -47,21 +47,21 @@ bool binary_naive(const Tensor& a, const Tensor& b, Tensor& out) {
 
 void register_elementwise_naive_cpu() {
   const char* d = "reference: one element at a time through the strides";
-  register_kernel<UnaryKernel>("neg", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Neg>);
-  register_kernel<UnaryKernel>("exp", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Exp>);
-  register_kernel<UnaryKernel>("log", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Log>);
-  register_kernel<UnaryKernel>("sqrt", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Sqrt>);
-  register_kernel<UnaryKernel>("relu", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Relu>);
-  register_kernel<UnaryKernel>("sigmoid", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Sigmoid>);
-  register_kernel<UnaryKernel>("tanh", DeviceType::cpu, "naive", 0, d, unary_naive<fn::Tanh>);
-  register_kernel<UnaryScalarKernel>("add_scalar", DeviceType::cpu, "naive", 0, d, unary_scalar_naive<fn::AddScalar>);
-  register_kernel<UnaryScalarKernel>("mul_scalar", DeviceType::cpu, "naive", 0, d, unary_scalar_naive<fn::MulScalar>);
-  register_kernel<UnaryScalarKernel>("pow_scalar", DeviceType::cpu, "naive", 0, d, unary_scalar_naive<fn::PowScalar>);
-  register_kernel<BinaryKernel>("add", DeviceType::cpu, "naive", 0, d, binary_naive<fn::Add>);
-  register_kernel<BinaryKernel>("sub", DeviceType::cpu, "naive", 0, d, binary_naive<fn::Sub>);
-  register_kernel<BinaryKernel>("mul", DeviceType::cpu, "naive", 0, d, binary_naive<fn::Mul>);
-  register_kernel<BinaryKernel>("div", DeviceType::cpu, "naive", 0, d, binary_naive<fn::Div>);
-  register_kernel<BinaryKernel>("relu_backward", DeviceType::cpu, "naive", 0, d, binary_naive<fn::ReluBackward>);
+  register_kernel(keys::neg, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Neg>);
+  register_kernel(keys::exp, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Exp>);
+  register_kernel(keys::log, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Log>);
+  register_kernel(keys::sqrt, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Sqrt>);
+  register_kernel(keys::relu, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Relu>);
+  register_kernel(keys::sigmoid, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Sigmoid>);
+  register_kernel(keys::tanh, DeviceType::cpu, "naive", Priority::reference, d, unary_naive<fn::Tanh>);
+  register_kernel(keys::add_scalar, DeviceType::cpu, "naive", Priority::reference, d, unary_scalar_naive<fn::AddScalar>);
+  register_kernel(keys::mul_scalar, DeviceType::cpu, "naive", Priority::reference, d, unary_scalar_naive<fn::MulScalar>);
+  register_kernel(keys::pow_scalar, DeviceType::cpu, "naive", Priority::reference, d, unary_scalar_naive<fn::PowScalar>);
+  register_kernel(keys::add, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Add>);
+  register_kernel(keys::sub, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Sub>);
+  register_kernel(keys::mul, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Mul>);
+  register_kernel(keys::div, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Div>);
+  register_kernel(keys::relu_backward, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::ReluBackward>);
 }
 
 }  // namespace minidl

@@ -119,21 +119,21 @@ bool binary_fast(const Tensor& a, const Tensor& b, Tensor& out) {
 void register_elementwise_vectorized_cpu() {
   const char* d = "vectorisable loops, OpenMP threads above 32k elements, strided inputs row by row";
   const char* name = "vectorized";
-  register_kernel<UnaryKernel>("neg", DeviceType::cpu, name, 10, d, unary_fast<fn::Neg>);
-  register_kernel<UnaryKernel>("exp", DeviceType::cpu, name, 10, d, unary_fast<fn::Exp>);
-  register_kernel<UnaryKernel>("log", DeviceType::cpu, name, 10, d, unary_fast<fn::Log>);
-  register_kernel<UnaryKernel>("sqrt", DeviceType::cpu, name, 10, d, unary_fast<fn::Sqrt>);
-  register_kernel<UnaryKernel>("relu", DeviceType::cpu, name, 10, d, unary_fast<fn::Relu>);
-  register_kernel<UnaryKernel>("sigmoid", DeviceType::cpu, name, 10, d, unary_fast<fn::Sigmoid>);
-  register_kernel<UnaryKernel>("tanh", DeviceType::cpu, name, 10, d, unary_fast<fn::Tanh>);
-  register_kernel<UnaryScalarKernel>("add_scalar", DeviceType::cpu, name, 10, d, unary_scalar_fast<fn::AddScalar>);
-  register_kernel<UnaryScalarKernel>("mul_scalar", DeviceType::cpu, name, 10, d, unary_scalar_fast<fn::MulScalar>);
-  register_kernel<UnaryScalarKernel>("pow_scalar", DeviceType::cpu, name, 10, d, unary_scalar_fast<fn::PowScalar>);
-  register_kernel<BinaryKernel>("add", DeviceType::cpu, name, 10, d, binary_fast<fn::Add>);
-  register_kernel<BinaryKernel>("sub", DeviceType::cpu, name, 10, d, binary_fast<fn::Sub>);
-  register_kernel<BinaryKernel>("mul", DeviceType::cpu, name, 10, d, binary_fast<fn::Mul>);
-  register_kernel<BinaryKernel>("div", DeviceType::cpu, name, 10, d, binary_fast<fn::Div>);
-  register_kernel<BinaryKernel>("relu_backward", DeviceType::cpu, name, 10, d, binary_fast<fn::ReluBackward>);
+  register_kernel(keys::neg, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Neg>);
+  register_kernel(keys::exp, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Exp>);
+  register_kernel(keys::log, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Log>);
+  register_kernel(keys::sqrt, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Sqrt>);
+  register_kernel(keys::relu, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Relu>);
+  register_kernel(keys::sigmoid, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Sigmoid>);
+  register_kernel(keys::tanh, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Tanh>);
+  register_kernel(keys::add_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_fast<fn::AddScalar>);
+  register_kernel(keys::mul_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_fast<fn::MulScalar>);
+  register_kernel(keys::pow_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_fast<fn::PowScalar>);
+  register_kernel(keys::add, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Add>);
+  register_kernel(keys::sub, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Sub>);
+  register_kernel(keys::mul, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Mul>);
+  register_kernel(keys::div, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Div>);
+  register_kernel(keys::relu_backward, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::ReluBackward>);
 }
 
 }  // namespace minidl

@@ -45,9 +45,9 @@ bool fill_contiguous_omp(Tensor& dst, double value) {
 }  // namespace
 
 void register_fill_contiguous_omp_cpu() {
-  register_kernel<FillKernel>("fill", DeviceType::cpu, "contiguous_omp", 10,
-                              "contiguous tensors only: one flat range per OpenMP thread, memset for zero",
-                              fill_contiguous_omp);
+  register_kernel(keys::fill, DeviceType::cpu, "contiguous_omp", Priority::portable,
+                  "contiguous tensors only: one flat range per OpenMP thread, memset for zero",
+                  fill_contiguous_omp);
 }
 
 }  // namespace minidl

@@ -86,11 +86,11 @@ bool gru_cell_backward_naive(const Tensor& grad_h_new, const Tensor& h, const Te
 }  // namespace
 
 void register_gru_naive_cpu() {
-  register_kernel<GruCellKernel>("gru_cell", DeviceType::cpu, "naive", 0,
-                                 "reference: plain loops over rows and units, double arithmetic", gru_cell_naive);
-  register_kernel<GruCellBackwardKernel>("gru_cell.backward", DeviceType::cpu, "naive", 0,
-                                         "reference: plain loops over rows and units, double arithmetic",
-                                         gru_cell_backward_naive);
+  register_kernel(keys::gru_cell, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: plain loops over rows and units, double arithmetic", gru_cell_naive);
+  register_kernel(keys::gru_cell_backward, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: plain loops over rows and units, double arithmetic",
+                  gru_cell_backward_naive);
 }
 
 }  // namespace minidl

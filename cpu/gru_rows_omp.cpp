@@ -83,9 +83,9 @@ bool gru_cell_backward_fast(const Tensor& grad_h_new, const Tensor& h, const Ten
 
 void register_gru_rows_omp_cpu() {
   const char* d = "T arithmetic through ops/gru_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
-  register_kernel<GruCellKernel>("gru_cell", DeviceType::cpu, "rows_omp", 10, d, gru_cell_fast);
-  register_kernel<GruCellBackwardKernel>("gru_cell.backward", DeviceType::cpu, "rows_omp", 10, d,
-                                         gru_cell_backward_fast);
+  register_kernel(keys::gru_cell, DeviceType::cpu, "rows_omp", Priority::portable, d, gru_cell_fast);
+  register_kernel(keys::gru_cell_backward, DeviceType::cpu, "rows_omp", Priority::portable, d,
+                  gru_cell_backward_fast);
 }
 
 }  // namespace minidl

@@ -85,11 +85,11 @@ struct GruCell {
 }  // namespace
 
 void register_gru_sequence_naive_cpu() {
-  register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cpu, rnn_naive::kName, 0,
-                                     "reference: plain loops over layers, directions, steps and units, double sums",
-                                     rnn_naive::sequence_forward<GruCell>);
-  register_kernel<GruSequenceBackwardKernel>(
-      "gru_sequence.backward", DeviceType::cpu, rnn_naive::kName, 0,
+  register_kernel(keys::gru_sequence, DeviceType::cpu, rnn_naive::kName, Priority::reference,
+                  "reference: plain loops over layers, directions, steps and units, double sums",
+                  rnn_naive::sequence_forward<GruCell>);
+  register_kernel(
+      keys::gru_sequence_backward, DeviceType::cpu, rnn_naive::kName, Priority::reference,
       "reference: backpropagation through time in plain loops, double sums", rnn_naive::sequence_backward<GruCell>);
 }
 

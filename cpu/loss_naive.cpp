@@ -71,9 +71,9 @@ bool cross_entropy_backward_naive(const Tensor& logits, const Tensor& target, co
 
 void register_loss_naive_cpu() {
   const char* d = "reference: one row at a time in double, max-subtracted logsumexp";
-  register_kernel<CrossEntropyKernel>("cross_entropy", DeviceType::cpu, "naive", 0, d, cross_entropy_naive);
-  register_kernel<CrossEntropyBackwardKernel>("cross_entropy.backward", DeviceType::cpu, "naive", 0, d,
-                                              cross_entropy_backward_naive);
+  register_kernel(keys::cross_entropy, DeviceType::cpu, "naive", Priority::reference, d, cross_entropy_naive);
+  register_kernel(keys::cross_entropy_backward, DeviceType::cpu, "naive", Priority::reference, d,
+                  cross_entropy_backward_naive);
 }
 
 }  // namespace minidl

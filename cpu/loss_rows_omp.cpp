@@ -78,9 +78,9 @@ bool cross_entropy_backward_fast(const Tensor& logits, const Tensor& target, con
 
 void register_loss_rows_omp_cpu() {
   const char* d = "rows across OpenMP threads above 32k logits, computed in T, simd row reductions";
-  register_kernel<CrossEntropyKernel>("cross_entropy", DeviceType::cpu, "rows_omp", 10, d, cross_entropy_fast);
-  register_kernel<CrossEntropyBackwardKernel>("cross_entropy.backward", DeviceType::cpu, "rows_omp", 10, d,
-                                              cross_entropy_backward_fast);
+  register_kernel(keys::cross_entropy, DeviceType::cpu, "rows_omp", Priority::portable, d, cross_entropy_fast);
+  register_kernel(keys::cross_entropy_backward, DeviceType::cpu, "rows_omp", Priority::portable, d,
+                  cross_entropy_backward_fast);
 }
 
 }  // namespace minidl

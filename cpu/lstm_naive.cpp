@@ -83,11 +83,11 @@ bool lstm_cell_backward_naive(const Tensor& grad_h_new, const Tensor& grad_c_new
 }  // namespace
 
 void register_lstm_naive_cpu() {
-  register_kernel<LstmCellKernel>("lstm_cell", DeviceType::cpu, "naive", 0,
-                                  "reference: plain loops over rows and units, double arithmetic", lstm_cell_naive);
-  register_kernel<LstmCellBackwardKernel>("lstm_cell.backward", DeviceType::cpu, "naive", 0,
-                                          "reference: plain loops over rows and units, double arithmetic",
-                                          lstm_cell_backward_naive);
+  register_kernel(keys::lstm_cell, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: plain loops over rows and units, double arithmetic", lstm_cell_naive);
+  register_kernel(keys::lstm_cell_backward, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: plain loops over rows and units, double arithmetic",
+                  lstm_cell_backward_naive);
 }
 
 }  // namespace minidl

@@ -78,9 +78,9 @@ bool lstm_cell_backward_fast(const Tensor& grad_h_new, const Tensor& grad_c_new,
 
 void register_lstm_rows_omp_cpu() {
   const char* d = "T arithmetic through ops/lstm_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
-  register_kernel<LstmCellKernel>("lstm_cell", DeviceType::cpu, "rows_omp", 10, d, lstm_cell_fast);
-  register_kernel<LstmCellBackwardKernel>("lstm_cell.backward", DeviceType::cpu, "rows_omp", 10, d,
-                                          lstm_cell_backward_fast);
+  register_kernel(keys::lstm_cell, DeviceType::cpu, "rows_omp", Priority::portable, d, lstm_cell_fast);
+  register_kernel(keys::lstm_cell_backward, DeviceType::cpu, "rows_omp", Priority::portable, d,
+                  lstm_cell_backward_fast);
 }
 
 }  // namespace minidl

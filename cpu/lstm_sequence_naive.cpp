@@ -100,11 +100,11 @@ struct LstmCell {
 }  // namespace
 
 void register_lstm_sequence_naive_cpu() {
-  register_kernel<LstmSequenceKernel>("lstm_sequence", DeviceType::cpu, rnn_naive::kName, 0,
-                                      "reference: plain loops over layers, directions, steps and units, double sums",
-                                      rnn_naive::sequence_forward<LstmCell>);
-  register_kernel<LstmSequenceBackwardKernel>(
-      "lstm_sequence.backward", DeviceType::cpu, rnn_naive::kName, 0,
+  register_kernel(keys::lstm_sequence, DeviceType::cpu, rnn_naive::kName, Priority::reference,
+                  "reference: plain loops over layers, directions, steps and units, double sums",
+                  rnn_naive::sequence_forward<LstmCell>);
+  register_kernel(
+      keys::lstm_sequence_backward, DeviceType::cpu, rnn_naive::kName, Priority::reference,
       "reference: backpropagation through time in plain loops, double sums", rnn_naive::sequence_backward<LstmCell>);
 }
 

@@ -106,9 +106,9 @@ bool matmul_openblas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a
 }  // namespace
 
 void register_matmul_blas_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "openblas", 20,
-                                "OpenBLAS sgemm/dgemm, batch entries or row/column slices across OpenMP threads",
-                                matmul_openblas);
+  register_kernel(keys::matmul, DeviceType::cpu, "openblas", Priority::tuned,
+                  "OpenBLAS sgemm/dgemm, batch entries or row/column slices across OpenMP threads",
+                  matmul_openblas);
 }
 
 }  // namespace minidl

@@ -118,9 +118,9 @@ bool matmul_blocked(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a,
 }  // namespace
 
 void register_matmul_blocked_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "blocked", 10,
-                                "plain C++: packed operands, i-k-j order, 4-row x 128x512 tiles, OpenMP rows",
-                                matmul_blocked);
+  register_kernel(keys::matmul, DeviceType::cpu, "blocked", Priority::portable,
+                  "plain C++: packed operands, i-k-j order, 4-row x 128x512 tiles, OpenMP rows",
+                  matmul_blocked);
 }
 
 }  // namespace minidl

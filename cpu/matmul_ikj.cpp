@@ -47,9 +47,10 @@ bool matmul_ikj(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, boo
 }  // namespace
 
 void register_matmul_ikj_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "ikj", 1,
-                                "naive's loops reordered m-k-n: stride-1 inner loop over rows of b (f32, b not transposed)",
-                                matmul_ikj);
+  // reference + 1: above naive, below every other CPU matmul, so it is never the default by accident.
+  register_kernel(keys::matmul, DeviceType::cpu, "ikj", Priority::reference + 1,
+                  "naive's loops reordered m-k-n: stride-1 inner loop over rows of b (f32, b not transposed)",
+                  matmul_ikj);
 }
 
 }  // namespace minidl

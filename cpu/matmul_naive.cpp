@@ -46,8 +46,8 @@ bool matmul_naive(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, b
 }  // namespace
 
 void register_matmul_naive_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "naive", 0,
-                                "reference: triple loop per batch, double accumulator", matmul_naive);
+  register_kernel(keys::matmul, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: triple loop per batch, double accumulator", matmul_naive);
 }
 
 }  // namespace minidl

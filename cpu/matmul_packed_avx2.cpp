@@ -65,9 +65,9 @@ const MicroKernel* avx2_micro_kernel() {
 }  // namespace packed
 
 void register_matmul_packed_avx2_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "packed_avx2", 11,
-                                "packed A/B panels + 6x16 AVX2/FMA micro-kernel, one thread (f32; needs AVX2+FMA)",
-                                matmul_packed_avx2);
+  register_kernel(keys::matmul, DeviceType::cpu, "packed_avx2", Priority::portable + 1,
+                  "packed A/B panels + 6x16 AVX2/FMA micro-kernel, one thread (f32; needs AVX2+FMA)",
+                  matmul_packed_avx2);
 }
 
 }  // namespace minidl

@@ -66,9 +66,9 @@ const MicroKernel* avx512_micro_kernel() {
 }  // namespace packed
 
 void register_matmul_packed_avx512_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "packed_avx512", 12,
-                                "packed A/B panels + 12x32 AVX-512 micro-kernel, one thread (f32; needs AVX-512F)",
-                                matmul_packed_avx512);
+  register_kernel(keys::matmul, DeviceType::cpu, "packed_avx512", Priority::portable + 2,
+                  "packed A/B panels + 12x32 AVX-512 micro-kernel, one thread (f32; needs AVX-512F)",
+                  matmul_packed_avx512);
 }
 
 }  // namespace minidl

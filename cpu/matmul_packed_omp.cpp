@@ -41,9 +41,9 @@ bool matmul_packed_omp(const Tensor& a, const Tensor& b, Tensor& out, bool trans
 }  // namespace
 
 void register_matmul_packed_omp_cpu() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "packed_omp", 15,
-                                "packed_avx512 (else packed_avx2) with products or slices of C across OpenMP threads",
-                                matmul_packed_omp);
+  register_kernel(keys::matmul, DeviceType::cpu, "packed_omp", Priority::portable + 5,
+                  "packed_avx512 (else packed_avx2) with products or slices of C across OpenMP threads",
+                  matmul_packed_omp);
 }
 
 }  // namespace minidl

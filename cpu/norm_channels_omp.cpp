@@ -186,14 +186,14 @@ bool batch_norm_relu_backward_fast(const Tensor& x, const Tensor& y, const Tenso
 void register_norm_channels_omp_cpu() {
   const char* d = "channels across OpenMP threads, simd plane loops, double statistics, per-channel constants";
   const char* name = "channels_omp";
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, name, 10, d, batch_norm_fast<false>);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cpu, name, 10, d,
-                                            batch_norm_inference_fast);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cpu, name, 10, d,
-                                           batch_norm_backward_fast);
-  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cpu, name, 10, d, batch_norm_fast<true>);
-  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cpu, name, 10, d,
-                                               batch_norm_relu_backward_fast);
+  register_kernel(keys::batch_norm, DeviceType::cpu, name, Priority::portable, d, batch_norm_fast<false>);
+  register_kernel(keys::batch_norm_inference, DeviceType::cpu, name, Priority::portable, d,
+                  batch_norm_inference_fast);
+  register_kernel(keys::batch_norm_backward, DeviceType::cpu, name, Priority::portable, d,
+                  batch_norm_backward_fast);
+  register_kernel(keys::batch_norm_relu, DeviceType::cpu, name, Priority::portable, d, batch_norm_fast<true>);
+  register_kernel(keys::batch_norm_relu_backward, DeviceType::cpu, name, Priority::portable, d,
+                  batch_norm_relu_backward_fast);
 }
 
 }  // namespace minidl

@@ -135,14 +135,14 @@ bool batch_norm_relu_backward_naive(const Tensor& x, const Tensor& y, const Tens
 
 void register_norm_naive_cpu() {
   const char* d = "reference: one channel at a time, two-pass statistics in double";
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cpu, "naive", 0, d, batch_norm_naive<false>);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cpu, "naive", 0, d,
-                                            batch_norm_inference_naive);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cpu, "naive", 0, d,
-                                           batch_norm_backward_naive);
-  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cpu, "naive", 0, d, batch_norm_naive<true>);
-  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cpu, "naive", 0, d,
-                                               batch_norm_relu_backward_naive);
+  register_kernel(keys::batch_norm, DeviceType::cpu, "naive", Priority::reference, d, batch_norm_naive<false>);
+  register_kernel(keys::batch_norm_inference, DeviceType::cpu, "naive", Priority::reference, d,
+                  batch_norm_inference_naive);
+  register_kernel(keys::batch_norm_backward, DeviceType::cpu, "naive", Priority::reference, d,
+                  batch_norm_backward_naive);
+  register_kernel(keys::batch_norm_relu, DeviceType::cpu, "naive", Priority::reference, d, batch_norm_naive<true>);
+  register_kernel(keys::batch_norm_relu_backward, DeviceType::cpu, "naive", Priority::reference, d,
+                  batch_norm_relu_backward_naive);
 }
 
 }  // namespace minidl

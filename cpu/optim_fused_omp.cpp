@@ -90,8 +90,8 @@ bool adam_step_fast(std::vector<Tensor>& params, const std::vector<Tensor>& grad
 
 void register_optim_fused_omp_cpu() {
   const char* d = "float math with hoisted constants, one vectorisable loop per case, OpenMP above 32k elements";
-  register_kernel<SgdStepKernel>("sgd_step", DeviceType::cpu, "fused_omp", 10, d, sgd_step_fast);
-  register_kernel<AdamStepKernel>("adam_step", DeviceType::cpu, "fused_omp", 10, d, adam_step_fast);
+  register_kernel(keys::sgd_step, DeviceType::cpu, "fused_omp", Priority::portable, d, sgd_step_fast);
+  register_kernel(keys::adam_step, DeviceType::cpu, "fused_omp", Priority::portable, d, adam_step_fast);
 }
 
 }  // namespace minidl

@@ -73,8 +73,8 @@ bool adam_step_naive(std::vector<Tensor>& params, const std::vector<Tensor>& gra
 
 void register_optim_naive_cpu() {
   const char* d = "reference: one element at a time, computed in double";
-  register_kernel<SgdStepKernel>("sgd_step", DeviceType::cpu, "naive", 0, d, sgd_step_naive);
-  register_kernel<AdamStepKernel>("adam_step", DeviceType::cpu, "naive", 0, d, adam_step_naive);
+  register_kernel(keys::sgd_step, DeviceType::cpu, "naive", Priority::reference, d, sgd_step_naive);
+  register_kernel(keys::adam_step, DeviceType::cpu, "naive", Priority::reference, d, adam_step_naive);
 }
 
 }  // namespace minidl

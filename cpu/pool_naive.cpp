@@ -132,12 +132,12 @@ bool avg_pool2d_backward_naive(const Tensor& grad_y, Tensor& grad_x, const Pool2
 
 void register_pool_naive_cpu() {
   const char* d = "reference: each window position by position, padding skipped";
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cpu, "naive", 0, d, max_pool2d_naive);
-  register_kernel<MaxPool2dBackwardKernel>("max_pool2d.backward", DeviceType::cpu, "naive", 0, d,
-                                           max_pool2d_backward_naive);
-  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cpu, "naive", 0, d, avg_pool2d_naive);
-  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cpu, "naive", 0, d,
-                                           avg_pool2d_backward_naive);
+  register_kernel(keys::max_pool2d, DeviceType::cpu, "naive", Priority::reference, d, max_pool2d_naive);
+  register_kernel(keys::max_pool2d_backward, DeviceType::cpu, "naive", Priority::reference, d,
+                  max_pool2d_backward_naive);
+  register_kernel(keys::avg_pool2d, DeviceType::cpu, "naive", Priority::reference, d, avg_pool2d_naive);
+  register_kernel(keys::avg_pool2d_backward, DeviceType::cpu, "naive", Priority::reference, d,
+                  avg_pool2d_backward_naive);
 }
 
 }  // namespace minidl

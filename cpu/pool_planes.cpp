@@ -248,12 +248,12 @@ bool avg_pool2d_backward_planes(const Tensor& grad_y, Tensor& grad_x, const Pool
 
 void register_pool_planes_cpu() {
   const char* d = "N*C planes across OpenMP threads, windows clipped once (no per-element padding test)";
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cpu, "planes_omp", 10, d, max_pool2d_planes);
-  register_kernel<MaxPool2dBackwardKernel>("max_pool2d.backward", DeviceType::cpu, "planes_omp", 10, d,
-                                           max_pool2d_backward_planes);
-  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cpu, "planes_omp", 10, d, avg_pool2d_planes);
-  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cpu, "planes_omp", 10, d,
-                                           avg_pool2d_backward_planes);
+  register_kernel(keys::max_pool2d, DeviceType::cpu, "planes_omp", Priority::portable, d, max_pool2d_planes);
+  register_kernel(keys::max_pool2d_backward, DeviceType::cpu, "planes_omp", Priority::portable, d,
+                  max_pool2d_backward_planes);
+  register_kernel(keys::avg_pool2d, DeviceType::cpu, "planes_omp", Priority::portable, d, avg_pool2d_planes);
+  register_kernel(keys::avg_pool2d_backward, DeviceType::cpu, "planes_omp", Priority::portable, d,
+                  avg_pool2d_backward_planes);
 }
 
 }  // namespace minidl

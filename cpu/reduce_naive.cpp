@@ -111,17 +111,17 @@ bool index_select_naive(const Tensor& x, const Tensor& index, Tensor& out) {
 }  // namespace
 
 void register_reduce_naive_cpu() {
-  register_kernel<RowReduceKernel>("sum", DeviceType::cpu, "naive", 0, "reference: one row at a time, double accumulator",
-                                   sum_naive);
-  register_kernel<RowReduceKernel>("sum", DeviceType::cpu, "rows_omp", 10,
-                                   "rows split across OpenMP threads, vectorised inner loop", sum_rows_omp);
-  register_kernel<RowMaxKernel>("max", DeviceType::cpu, "naive", 0, "reference: scan each row, first maximum wins",
-                                max_naive);
-  register_kernel<GatherKernel>("gather", DeviceType::cpu, "naive", 0, "reference: plain loops", gather_naive);
-  register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cpu, "naive", 0,
-                                    "reference: zero, then add each gradient at its index", scatter_add_naive);
-  register_kernel<IndexSelectKernel>("index_select", DeviceType::cpu, "naive", 0,
-                                     "reference: one memcpy per selected slice", index_select_naive);
+  register_kernel(keys::sum, DeviceType::cpu, "naive", Priority::reference, "reference: one row at a time, double accumulator",
+                  sum_naive);
+  register_kernel(keys::sum, DeviceType::cpu, "rows_omp", Priority::portable,
+                  "rows split across OpenMP threads, vectorised inner loop", sum_rows_omp);
+  register_kernel(keys::max, DeviceType::cpu, "naive", Priority::reference, "reference: scan each row, first maximum wins",
+                  max_naive);
+  register_kernel(keys::gather, DeviceType::cpu, "naive", Priority::reference, "reference: plain loops", gather_naive);
+  register_kernel(keys::gather_backward, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: zero, then add each gradient at its index", scatter_add_naive);
+  register_kernel(keys::index_select, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: one memcpy per selected slice", index_select_naive);
 }
 
 }  // namespace minidl

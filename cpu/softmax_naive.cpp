@@ -88,11 +88,11 @@ bool log_softmax_backward_naive(const Tensor& y, const Tensor& grad_y, Tensor& g
 
 void register_softmax_naive_cpu() {
   const char* d = "reference: one row at a time, computed in double";
-  register_kernel<SoftmaxKernel>("softmax", DeviceType::cpu, "naive", 0, d, softmax_naive);
-  register_kernel<SoftmaxKernel>("log_softmax", DeviceType::cpu, "naive", 0, d, log_softmax_naive);
-  register_kernel<SoftmaxBackwardKernel>("softmax.backward", DeviceType::cpu, "naive", 0, d, softmax_backward_naive);
-  register_kernel<SoftmaxBackwardKernel>("log_softmax.backward", DeviceType::cpu, "naive", 0, d,
-                                         log_softmax_backward_naive);
+  register_kernel(keys::softmax, DeviceType::cpu, "naive", Priority::reference, d, softmax_naive);
+  register_kernel(keys::log_softmax, DeviceType::cpu, "naive", Priority::reference, d, log_softmax_naive);
+  register_kernel(keys::softmax_backward, DeviceType::cpu, "naive", Priority::reference, d, softmax_backward_naive);
+  register_kernel(keys::log_softmax_backward, DeviceType::cpu, "naive", Priority::reference, d,
+                  log_softmax_backward_naive);
 }
 
 }  // namespace minidl

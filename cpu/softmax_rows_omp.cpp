@@ -115,11 +115,11 @@ bool log_softmax_backward_fast(const Tensor& y, const Tensor& grad_y, Tensor& gr
 void register_softmax_rows_omp_cpu() {
   const char* d = "rows across OpenMP threads above 32k elements, computed in T, simd row reductions";
   const char* name = "rows_omp";
-  register_kernel<SoftmaxKernel>("softmax", DeviceType::cpu, name, 10, d, softmax_fast);
-  register_kernel<SoftmaxKernel>("log_softmax", DeviceType::cpu, name, 10, d, log_softmax_fast);
-  register_kernel<SoftmaxBackwardKernel>("softmax.backward", DeviceType::cpu, name, 10, d, softmax_backward_fast);
-  register_kernel<SoftmaxBackwardKernel>("log_softmax.backward", DeviceType::cpu, name, 10, d,
-                                         log_softmax_backward_fast);
+  register_kernel(keys::softmax, DeviceType::cpu, name, Priority::portable, d, softmax_fast);
+  register_kernel(keys::log_softmax, DeviceType::cpu, name, Priority::portable, d, log_softmax_fast);
+  register_kernel(keys::softmax_backward, DeviceType::cpu, name, Priority::portable, d, softmax_backward_fast);
+  register_kernel(keys::log_softmax_backward, DeviceType::cpu, name, Priority::portable, d,
+                  log_softmax_backward_fast);
 }
 
 }  // namespace minidl

@@ -88,15 +88,15 @@ bool batch_norm_backward_cudnn(const Tensor& x, const Tensor& grad_y, const Tens
 }  // namespace
 
 void register_batchnorm_cudnn_cuda() {
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "cudnn", 20,
-                                   "cudnnBatchNormalizationForwardTraining, SPATIAL, no running stats (f32)",
-                                   batch_norm_cudnn);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "cudnn", 20,
-                                            "cudnnBatchNormalizationForwardInference, SPATIAL (f32)",
-                                            batch_norm_inference_cudnn);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "cudnn", 20,
-                                           "cudnnBatchNormalizationBackward, SPATIAL, saved statistics (f32)",
-                                           batch_norm_backward_cudnn);
+  register_kernel(keys::batch_norm, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnBatchNormalizationForwardTraining, SPATIAL, no running stats (f32)",
+                  batch_norm_cudnn);
+  register_kernel(keys::batch_norm_inference, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnBatchNormalizationForwardInference, SPATIAL (f32)",
+                  batch_norm_inference_cudnn);
+  register_kernel(keys::batch_norm_backward, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnBatchNormalizationBackward, SPATIAL, saved statistics (f32)",
+                  batch_norm_backward_cudnn);
 }
 
 }  // namespace minidl

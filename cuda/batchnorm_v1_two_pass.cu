@@ -189,22 +189,22 @@ bool batch_norm_relu_backward_v1(const Tensor& x, const Tensor& y, const Tensor&
 }  // namespace
 
 void register_batchnorm_v1_two_pass_cuda() {
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v1_two_pass", 10,
-                                   "one block per channel, two-pass mean/variance, warp-shuffle reductions (f32, f64)",
-                                   batch_norm_v1<false>);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v1_two_pass", 10,
-                                            "one thread per element with the given statistics (f32, f64)",
-                                            batch_norm_inference_v1);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "v1_two_pass", 10,
-                                           "one block per channel: both sums in one pass, then grad_x (f32, f64)",
-                                           batch_norm_backward_v1);
+  register_kernel(keys::batch_norm, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "one block per channel, two-pass mean/variance, warp-shuffle reductions (f32, f64)",
+                  batch_norm_v1<false>);
+  register_kernel(keys::batch_norm_inference, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "one thread per element with the given statistics (f32, f64)",
+                  batch_norm_inference_v1);
+  register_kernel(keys::batch_norm_backward, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "one block per channel: both sums in one pass, then grad_x (f32, f64)",
+                  batch_norm_backward_v1);
   // batch_norm_relu: the same kernels with the ReLU (Relu = true) under the same names and priorities, so
   // --kernel batch_norm_relu=v1_two_pass selects both of its stages.
-  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cuda, "v1_two_pass", 10,
-                                   "v1_two_pass with relu(y) as y is written (f32, f64)", batch_norm_v1<true>);
-  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cuda, "v1_two_pass", 10,
-                                               "v1_two_pass reading grad_y * [y > 0] (f32, f64)",
-                                               batch_norm_relu_backward_v1);
+  register_kernel(keys::batch_norm_relu, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "v1_two_pass with relu(y) as y is written (f32, f64)", batch_norm_v1<true>);
+  register_kernel(keys::batch_norm_relu_backward, DeviceType::cuda, "v1_two_pass", Priority::portable,
+                  "v1_two_pass reading grad_y * [y > 0] (f32, f64)",
+                  batch_norm_relu_backward_v1);
 }
 
 }  // namespace minidl

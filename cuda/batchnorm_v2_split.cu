@@ -335,24 +335,24 @@ bool batch_norm_relu_backward_v2(const Tensor& x, const Tensor& y, const Tensor&
 }  // namespace
 
 void register_batchnorm_v2_split_cuda() {
-  register_kernel<BatchNormKernel>("batch_norm", DeviceType::cuda, "v2_split", 30,
-                                   "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
-                                   batch_norm_v2<false>);
-  register_kernel<BatchNormInferenceKernel>("batch_norm.inference", DeviceType::cuda, "v2_split", 30,
-                                            "per-channel scale once, then one apply pass (f32, f64)",
-                                            batch_norm_inference_v2);
-  register_kernel<BatchNormBackwardKernel>("batch_norm.backward", DeviceType::cuda, "v2_split", 30,
-                                           "each channel split over many blocks: partial sums, finalize, apply "
-                                           "(f32, f64)",
-                                           batch_norm_backward_v2);
+  register_kernel(keys::batch_norm, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
+                  batch_norm_v2<false>);
+  register_kernel(keys::batch_norm_inference, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "per-channel scale once, then one apply pass (f32, f64)",
+                  batch_norm_inference_v2);
+  register_kernel(keys::batch_norm_backward, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "each channel split over many blocks: partial sums, finalize, apply "
+                  "(f32, f64)",
+                  batch_norm_backward_v2);
   // batch_norm_relu: the same kernels with the ReLU (Relu = true) under the same names and priorities, so
   // --kernel batch_norm_relu=v2_split selects both of its stages, and v2_split is the default.
-  register_kernel<BatchNormKernel>("batch_norm_relu", DeviceType::cuda, "v2_split", 30,
-                                   "v2_split with relu(y) in the apply pass (f32, f64)", batch_norm_v2<true>);
-  register_kernel<BatchNormReluBackwardKernel>("batch_norm_relu.backward", DeviceType::cuda, "v2_split", 30,
-                                               "v2_split reading grad_y * [y > 0] in the partial sums and the apply "
-                                               "pass (f32, f64)",
-                                               batch_norm_relu_backward_v2);
+  register_kernel(keys::batch_norm_relu, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "v2_split with relu(y) in the apply pass (f32, f64)", batch_norm_v2<true>);
+  register_kernel(keys::batch_norm_relu_backward, DeviceType::cuda, "v2_split", Priority::preferred,
+                  "v2_split reading grad_y * [y > 0] in the partial sums and the apply "
+                  "pass (f32, f64)",
+                  batch_norm_relu_backward_v2);
 }
 
 }  // namespace minidl

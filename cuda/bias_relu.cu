@@ -183,10 +183,10 @@ bool bias_relu_backward_v1(const Tensor& g, const Tensor& out, Tensor& grad_y, T
 }  // namespace
 
 void register_bias_relu_cuda() {
-  register_kernel<BiasReluKernel>("bias_relu", DeviceType::cuda, "v1_fused", 10,
-                                  "one thread per element, grid-stride (f32, f64)", bias_relu_v1);
-  register_kernel<BiasReluBackwardKernel>(
-      "bias_relu.backward", DeviceType::cuda, "v1_fused", 10,
+  register_kernel(keys::bias_relu, DeviceType::cuda, "v1_fused", Priority::portable,
+                  "one thread per element, grid-stride (f32, f64)", bias_relu_v1);
+  register_kernel(
+      keys::bias_relu_backward, DeviceType::cuda, "v1_fused", Priority::portable,
       "grad_y and per-chunk bias sums in one pass (double, shared-memory tree), chunks added in order: no atomics "
       "(f32, f64)",
       bias_relu_backward_v1);

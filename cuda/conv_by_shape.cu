@@ -66,11 +66,11 @@ bool conv2d_backward_weight_by_shape(const Tensor& x, const Tensor& grad_y, Tens
 void register_conv_by_shape_cuda() {
   // Priority 25: above cudnn (20), so the rule is the default; --kernel conv2d=cudnn still selects cuDNN.
   const char* what = "cuDNN, or implicit_gemm when C*KH*KW <= 16 (forward, backward_weight): a rule per shape";
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "by_shape", 25, what, conv2d_by_shape);
-  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, "by_shape", 25, what,
-                                             conv2d_backward_input_by_shape);
-  register_kernel<Conv2dBackwardWeightKernel>("conv2d.backward_weight", DeviceType::cuda, "by_shape", 25, what,
-                                              conv2d_backward_weight_by_shape);
+  register_kernel(keys::conv2d, DeviceType::cuda, "by_shape", Priority::tuned + 5, what, conv2d_by_shape);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cuda, "by_shape", Priority::tuned + 5, what,
+                  conv2d_backward_input_by_shape);
+  register_kernel(keys::conv2d_backward_weight, DeviceType::cuda, "by_shape", Priority::tuned + 5, what,
+                  conv2d_backward_weight_by_shape);
 }
 
 }  // namespace minidl

@@ -383,15 +383,15 @@ void register_conv_cudnn_cuda() {
   const char* precision =
       "exact FP32 (FMA math) unless --precision tf32 (or MINIDL_TF32=1); BF16 tensors under --precision bf16; "
       "--deterministic: heuristic choice, deterministic algorithms";
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "cudnn", 20,
-                                str_cat("cudnnConvolutionForward, fastest algorithm found once per shape; ", precision),
-                                conv2d_cudnn);
-  register_kernel<Conv2dBackwardInputKernel>(
-      "conv2d.backward_input", DeviceType::cuda, "cudnn", 20,
+  register_kernel(keys::conv2d, DeviceType::cuda, "cudnn", Priority::tuned,
+                  str_cat("cudnnConvolutionForward, fastest algorithm found once per shape; ", precision),
+                  conv2d_cudnn);
+  register_kernel(
+      keys::conv2d_backward_input, DeviceType::cuda, "cudnn", Priority::tuned,
       str_cat("cudnnConvolutionBackwardData, fastest algorithm found once per shape; ", precision),
       conv2d_backward_input_cudnn);
-  register_kernel<Conv2dBackwardWeightKernel>(
-      "conv2d.backward_weight", DeviceType::cuda, "cudnn", 20,
+  register_kernel(
+      keys::conv2d_backward_weight, DeviceType::cuda, "cudnn", Priority::tuned,
       str_cat("cudnnConvolutionBackwardFilter, fastest algorithm found once per shape; ", precision),
       conv2d_backward_weight_cudnn);
 }

@@ -181,14 +181,14 @@ bool conv2d_backward_weight_direct(const Tensor& x, const Tensor& grad_y, Tensor
 }  // namespace
 
 void register_conv_direct_cuda() {
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "direct", 0,
-                                "one thread per output element, loops over C, KH, KW (f32, f64)", conv2d_direct);
-  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, "direct", 0,
-                                             "one thread per input element gathering its outputs, no atomics (f32, f64)",
-                                             conv2d_backward_input_direct);
-  register_kernel<Conv2dBackwardWeightKernel>("conv2d.backward_weight", DeviceType::cuda, "direct", 0,
-                                              "one thread per weight element summing over N, OH, OW: slow (f32, f64)",
-                                              conv2d_backward_weight_direct);
+  register_kernel(keys::conv2d, DeviceType::cuda, "direct", Priority::reference,
+                  "one thread per output element, loops over C, KH, KW (f32, f64)", conv2d_direct);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cuda, "direct", Priority::reference,
+                  "one thread per input element gathering its outputs, no atomics (f32, f64)",
+                  conv2d_backward_input_direct);
+  register_kernel(keys::conv2d_backward_weight, DeviceType::cuda, "direct", Priority::reference,
+                  "one thread per weight element summing over N, OH, OW: slow (f32, f64)",
+                  conv2d_backward_weight_direct);
 }
 
 }  // namespace minidl

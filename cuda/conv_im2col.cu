@@ -315,15 +315,15 @@ bool conv2d_backward_weight_im2col_gemm(const Tensor& x, const Tensor& grad_y, T
 }  // namespace
 
 void register_conv_im2col_cuda() {
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "im2col_gemm", 10,
-                                "im2col + our register-blocked GEMM (no cuBLAS), samples in chunks (f32)",
-                                conv2d_im2col_gemm);
-  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, "im2col_gemm", 10,
-                                             "W^T grad_y with our GEMM, then a gathering col2im (f32)",
-                                             conv2d_backward_input_im2col_gemm);
-  register_kernel<Conv2dBackwardWeightKernel>("conv2d.backward_weight", DeviceType::cuda, "im2col_gemm", 10,
-                                              "sum_n grad_y_n cols_n^T with our GEMM, batch split in groups (f32)",
-                                              conv2d_backward_weight_im2col_gemm);
+  register_kernel(keys::conv2d, DeviceType::cuda, "im2col_gemm", Priority::portable,
+                  "im2col + our register-blocked GEMM (no cuBLAS), samples in chunks (f32)",
+                  conv2d_im2col_gemm);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cuda, "im2col_gemm", Priority::portable,
+                  "W^T grad_y with our GEMM, then a gathering col2im (f32)",
+                  conv2d_backward_input_im2col_gemm);
+  register_kernel(keys::conv2d_backward_weight, DeviceType::cuda, "im2col_gemm", Priority::portable,
+                  "sum_n grad_y_n cols_n^T with our GEMM, batch split in groups (f32)",
+                  conv2d_backward_weight_im2col_gemm);
 }
 
 }  // namespace minidl

@@ -198,15 +198,15 @@ bool conv2d_backward_weight_implicit_gemm(const Tensor& x, const Tensor& grad_y,
 void register_conv_implicit_gemm_cuda() {
   // Priority 15: above im2col_gemm (10), which it should beat everywhere (no columns buffer, double
   // buffering), below cudnn (20). The lead adjusts after the H200 measurements.
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, "implicit_gemm", 15,
-                                "implicit GEMM, input gathered into shared tiles, no im2col buffer, FP32 FFMA (f32)",
-                                conv2d_implicit_gemm);
-  register_kernel<Conv2dBackwardInputKernel>(
-      "conv2d.backward_input", DeviceType::cuda, "implicit_gemm", 15,
+  register_kernel(keys::conv2d, DeviceType::cuda, "implicit_gemm", Priority::portable + 5,
+                  "implicit GEMM, input gathered into shared tiles, no im2col buffer, FP32 FFMA (f32)",
+                  conv2d_implicit_gemm);
+  register_kernel(
+      keys::conv2d_backward_input, DeviceType::cuda, "implicit_gemm", Priority::portable + 5,
       "implicit GEMM gathering grad_y through the flipped taps, no col2im, FP32 FFMA (f32)",
       conv2d_backward_input_implicit_gemm);
-  register_kernel<Conv2dBackwardWeightKernel>(
-      "conv2d.backward_weight", DeviceType::cuda, "implicit_gemm", 15,
+  register_kernel(
+      keys::conv2d_backward_weight, DeviceType::cuda, "implicit_gemm", Priority::portable + 5,
       "implicit GEMM over the batch's pixels, split-K with a fixed-order sum (deterministic), FP32 FFMA (f32)",
       conv2d_backward_weight_implicit_gemm);
 }

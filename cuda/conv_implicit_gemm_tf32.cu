@@ -215,13 +215,13 @@ void register_conv_implicit_gemm_tf32_cuda() {
   // Priority 16: above implicit_gemm (15), so that MINIDL_TF32=1 without cuDNN picks it; below cudnn (20).
   // Without MINIDL_TF32=1 it declines unless selected by name.
   const char* when = "; runs with MINIDL_TF32=1 or when selected, else declines";
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cuda, kName, 16,
-                                str_cat("implicit GEMM on TF32 tensor cores (mma.sync m16n8k8)", when), conv2d_implicit_gemm_tf32);
-  register_kernel<Conv2dBackwardInputKernel>("conv2d.backward_input", DeviceType::cuda, kName, 16,
-                                             str_cat("implicit GEMM on TF32 tensor cores, grad_y through flipped taps", when),
-                                             conv2d_backward_input_implicit_gemm_tf32);
-  register_kernel<Conv2dBackwardWeightKernel>(
-      "conv2d.backward_weight", DeviceType::cuda, kName, 16,
+  register_kernel(keys::conv2d, DeviceType::cuda, kName, Priority::portable + 6,
+                  str_cat("implicit GEMM on TF32 tensor cores (mma.sync m16n8k8)", when), conv2d_implicit_gemm_tf32);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cuda, kName, Priority::portable + 6,
+                  str_cat("implicit GEMM on TF32 tensor cores, grad_y through flipped taps", when),
+                  conv2d_backward_input_implicit_gemm_tf32);
+  register_kernel(
+      keys::conv2d_backward_weight, DeviceType::cuda, kName, Priority::portable + 6,
       str_cat("implicit GEMM on TF32 tensor cores, split-K with a fixed-order sum", when),
       conv2d_backward_weight_implicit_gemm_tf32);
 }

@@ -232,18 +232,18 @@ bool pack_multi_tensor(const std::vector<Tensor>& srcs, const std::vector<int64_
 }  // namespace
 
 void register_copy_cuda() {
-  register_kernel<CopyKernel>("copy", DeviceType::cuda, "strided", 0,
-                              "one thread per element through both tensors' strides", copy_strided);
-  register_kernel<CopyKernel>("copy", DeviceType::cuda, "memcpy", 10,
-                              "one cudaMemcpyAsync device-to-device; contiguous tensors only", copy_memcpy);
-  register_kernel<CopyKernel>("cast", DeviceType::cuda, "strided", 0,
-                              "one thread per element, static_cast; flat loop when both contiguous", cast_strided);
-  register_kernel<FillKernel>("fill", DeviceType::cuda, "strided", 0,
-                              "one thread per element through the strides; cudaMemsetAsync for contiguous zeros",
-                              fill_strided);
-  register_kernel<PackKernel>("pack", DeviceType::cuda, "multi_tensor", 10,
-                              "up to 32 tensors per launch, their pointers in the kernel's arguments",
-                              pack_multi_tensor);
+  register_kernel(keys::copy, DeviceType::cuda, "strided", Priority::reference,
+                  "one thread per element through both tensors' strides", copy_strided);
+  register_kernel(keys::copy, DeviceType::cuda, "memcpy", Priority::portable,
+                  "one cudaMemcpyAsync device-to-device; contiguous tensors only", copy_memcpy);
+  register_kernel(keys::cast, DeviceType::cuda, "strided", Priority::reference,
+                  "one thread per element, static_cast; flat loop when both contiguous", cast_strided);
+  register_kernel(keys::fill, DeviceType::cuda, "strided", Priority::reference,
+                  "one thread per element through the strides; cudaMemsetAsync for contiguous zeros",
+                  fill_strided);
+  register_kernel(keys::pack, DeviceType::cuda, "multi_tensor", Priority::portable,
+                  "up to 32 tensors per launch, their pointers in the kernel's arguments",
+                  pack_multi_tensor);
 }
 
 }  // namespace minidl

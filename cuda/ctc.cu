@@ -182,9 +182,9 @@ bool ctc_loss_backward_cuda(const Tensor& log_probs, const Tensor& targets, cons
 
 void register_ctc_cuda() {
   const char* d = "one block per sample, threads over the extended label, T steps in lock step (log space)";
-  register_kernel<CtcLossKernel>("ctc_loss", DeviceType::cuda, "alpha_beta", 10, d, ctc_loss_cuda);
-  register_kernel<CtcLossBackwardKernel>("ctc_loss.backward", DeviceType::cuda, "alpha_beta", 10, d,
-                                         ctc_loss_backward_cuda);
+  register_kernel(keys::ctc_loss, DeviceType::cuda, "alpha_beta", Priority::portable, d, ctc_loss_cuda);
+  register_kernel(keys::ctc_loss_backward, DeviceType::cuda, "alpha_beta", Priority::portable, d,
+                  ctc_loss_backward_cuda);
 }
 
 }  // namespace minidl

@@ -316,9 +316,9 @@ void register_ctc_cudnn_cuda() {
   const char* d =
       "cudnnCTCLoss_v8 (SOFTMAX mode on log_probs); ONLY for normalized rows (log_softmax output); float32, "
       "blank 0, S <= 255; alpha table not kept (NaN)";
-  register_kernel<CtcLossKernel>("ctc_loss", DeviceType::cuda, "cudnn", 5, d, ctc_loss_cudnn);
-  register_kernel<CtcLossBackwardKernel>("ctc_loss.backward", DeviceType::cuda, "cudnn", 5, d,
-                                         ctc_loss_backward_cudnn);
+  register_kernel(keys::ctc_loss, DeviceType::cuda, "cudnn", Priority::reference + 5, d, ctc_loss_cudnn);
+  register_kernel(keys::ctc_loss_backward, DeviceType::cuda, "cudnn", Priority::reference + 5, d,
+                  ctc_loss_backward_cudnn);
 }
 
 }  // namespace minidl

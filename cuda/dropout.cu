@@ -50,9 +50,9 @@ bool dropout_mask_philox(Tensor& mask, double p, uint64_t seed, uint64_t offset,
 }  // namespace
 
 void register_dropout_cuda() {
-  register_kernel<DropoutMaskKernel>("dropout_mask", DeviceType::cuda, "philox", 10,
-                                     "one thread per element, counter-based Philox: bit-identical to the CPU",
-                                     dropout_mask_philox);
+  register_kernel(keys::dropout_mask, DeviceType::cuda, "philox", Priority::portable,
+                  "one thread per element, counter-based Philox: bit-identical to the CPU",
+                  dropout_mask_philox);
 }
 
 }  // namespace minidl

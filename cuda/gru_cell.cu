@@ -99,9 +99,9 @@ bool gru_cell_backward_cuda(const Tensor& grad_h_new, const Tensor& h, const Ten
 
 void register_gru_cell_cuda() {
   const char* d = "one thread per hidden unit, coalesced gate columns; math shared with the CPU (ops/gru_cell_math.h)";
-  register_kernel<GruCellKernel>("gru_cell", DeviceType::cuda, "elementwise", 10, d, gru_cell_cuda);
-  register_kernel<GruCellBackwardKernel>("gru_cell.backward", DeviceType::cuda, "elementwise", 10, d,
-                                         gru_cell_backward_cuda);
+  register_kernel(keys::gru_cell, DeviceType::cuda, "elementwise", Priority::portable, d, gru_cell_cuda);
+  register_kernel(keys::gru_cell_backward, DeviceType::cuda, "elementwise", Priority::portable, d,
+                  gru_cell_backward_cuda);
 }
 
 }  // namespace minidl

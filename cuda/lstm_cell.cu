@@ -103,9 +103,9 @@ bool lstm_cell_backward_cuda(const Tensor& grad_h_new, const Tensor& grad_c_new,
 
 void register_lstm_cell_cuda() {
   const char* d = "one thread per hidden unit, coalesced gate columns; math shared with the CPU (ops/lstm_cell_math.h)";
-  register_kernel<LstmCellKernel>("lstm_cell", DeviceType::cuda, "elementwise", 10, d, lstm_cell_cuda);
-  register_kernel<LstmCellBackwardKernel>("lstm_cell.backward", DeviceType::cuda, "elementwise", 10, d,
-                                          lstm_cell_backward_cuda);
+  register_kernel(keys::lstm_cell, DeviceType::cuda, "elementwise", Priority::portable, d, lstm_cell_cuda);
+  register_kernel(keys::lstm_cell_backward, DeviceType::cuda, "elementwise", Priority::portable, d,
+                  lstm_cell_backward_cuda);
 }
 
 }  // namespace minidl

@@ -101,10 +101,10 @@ bool matmul_cublas_float(const Tensor& a, const Tensor& b, Tensor& out, const Ma
 }  // namespace
 
 void register_matmul_cublas_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "cublas", 30,
-                                "cuBLAS S/DgemmStridedBatched; exact FP32 by default, TF32 tensor cores under --precision tf32 "
-                                "(or MINIDL_TF32=1), BF16 tensor cores (GemmEx, operands cast) under --precision bf16",
-                                matmul_cublas);
+  register_kernel(keys::matmul, DeviceType::cuda, "cublas", Priority::preferred,
+                  "cuBLAS S/DgemmStridedBatched; exact FP32 by default, TF32 tensor cores under --precision tf32 "
+                  "(or MINIDL_TF32=1), BF16 tensor cores (GemmEx, operands cast) under --precision bf16",
+                  matmul_cublas);
 }
 
 }  // namespace minidl

@@ -72,10 +72,10 @@ bool run_splitk(const cuda::GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_splitk_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "splitk", 24,
-                                "v6 + K split over blocks when the output has too few tiles (fc1), partials "
-                                "added in order (f32, sm_80+)",
-                                cuda::matmul_entry<run_splitk>);
+  register_kernel(keys::matmul, DeviceType::cuda, "splitk", Priority::tuned + 4,
+                  "v6 + K split over blocks when the output has too few tiles (fc1), partials "
+                  "added in order (f32, sm_80+)",
+                  cuda::matmul_entry<run_splitk>);
 }
 
 }  // namespace minidl

@@ -175,10 +175,10 @@ bool run_tf32_mma(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_tf32_mma_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, kName, 26,
-                                "TF32 tensor cores: mma.sync m16n8k8, 128x128 tiles, cp.async (only with MINIDL_TF32=1 "
-                                "or when selected; sm_80+)",
-                                cuda::matmul_entry<run_tf32_mma>);
+  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::tuned + 6,
+                  "TF32 tensor cores: mma.sync m16n8k8, 128x128 tiles, cp.async (only with MINIDL_TF32=1 "
+                  "or when selected; sm_80+)",
+                  cuda::matmul_entry<run_tf32_mma>);
 }
 
 }  // namespace minidl

@@ -273,11 +273,11 @@ bool run_tf32_wgmma_v2(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_tf32_wgmma_v2_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, kName, 27,
-                                "TF32 tensor cores: Hopper wgmma m64n256k8, 128x256 tiles, 4 stages with one wgmma "
-                                "group in flight, non-K-major operands transposed first (only with MINIDL_TF32=1 or "
-                                "when selected; sm_90a, compute capability 9.0)",
-                                cuda::matmul_entry<run_tf32_wgmma_v2>);
+  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::tuned + 7,
+                  "TF32 tensor cores: Hopper wgmma m64n256k8, 128x256 tiles, 4 stages with one wgmma "
+                  "group in flight, non-K-major operands transposed first (only with MINIDL_TF32=1 or "
+                  "when selected; sm_90a, compute capability 9.0)",
+                  cuda::matmul_entry<run_tf32_wgmma_v2>);
 }
 
 }  // namespace minidl

@@ -63,9 +63,9 @@ bool matmul_v1_naive(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a
 }  // namespace
 
 void register_matmul_v1_naive_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v1_naive", 0,
-                                "one thread per output element, operands read from global memory (f32, f64)",
-                                matmul_v1_naive);
+  register_kernel(keys::matmul, DeviceType::cuda, "v1_naive", Priority::reference,
+                  "one thread per output element, operands read from global memory (f32, f64)",
+                  matmul_v1_naive);
 }
 
 }  // namespace minidl

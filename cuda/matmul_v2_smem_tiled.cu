@@ -91,8 +91,8 @@ bool matmul_v2_smem_tiled(const Tensor& a, const Tensor& b, Tensor& out, bool tr
 }  // namespace
 
 void register_matmul_v2_smem_tiled_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v2_smem_tiled", 10,
-                                "32x32 shared-memory tiles, one output per thread (f32, f64)", matmul_v2_smem_tiled);
+  register_kernel(keys::matmul, DeviceType::cuda, "v2_smem_tiled", Priority::portable,
+                  "32x32 shared-memory tiles, one output per thread (f32, f64)", matmul_v2_smem_tiled);
 }
 
 }  // namespace minidl

@@ -32,9 +32,9 @@ bool matmul_v3_register_blocked(const Tensor& a, const Tensor& b, Tensor& out, b
 }  // namespace
 
 void register_matmul_v3_register_blocked_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v3_register_blocked", 20,
-                                "128x128/64x64 block tiles, 8x8 outputs per thread in registers, float4 loads (f32)",
-                                matmul_v3_register_blocked);
+  register_kernel(keys::matmul, DeviceType::cuda, "v3_register_blocked", Priority::tuned,
+                  "128x128/64x64 block tiles, 8x8 outputs per thread in registers, float4 loads (f32)",
+                  matmul_v3_register_blocked);
 }
 
 }  // namespace minidl

@@ -76,9 +76,9 @@ bool run_v4_warptiled(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_v4_warptiled_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v4_warptiled", 21,
-                                "v3 + 2-D warp tiling (64x32 warp tiles, 8x8 per lane), K slices of 16 (f32)",
-                                cuda::matmul_entry<run_v4_warptiled>);
+  register_kernel(keys::matmul, DeviceType::cuda, "v4_warptiled", Priority::tuned + 1,
+                  "v3 + 2-D warp tiling (64x32 warp tiles, 8x8 per lane), K slices of 16 (f32)",
+                  cuda::matmul_entry<run_v4_warptiled>);
 }
 
 }  // namespace minidl

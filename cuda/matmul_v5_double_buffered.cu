@@ -81,9 +81,9 @@ bool run_v5_double_buffered(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_v5_double_buffered_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v5_double_buffered", 22,
-                                "v4 + next K slice loaded to registers during the FMAs, 2 shared buffers (f32)",
-                                cuda::matmul_entry<run_v5_double_buffered>);
+  register_kernel(keys::matmul, DeviceType::cuda, "v5_double_buffered", Priority::tuned + 2,
+                  "v4 + next K slice loaded to registers during the FMAs, 2 shared buffers (f32)",
+                  cuda::matmul_entry<run_v5_double_buffered>);
 }
 
 }  // namespace minidl

@@ -36,9 +36,9 @@ bool run_v6_cp_async(const cuda::GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_v6_cp_async_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v6_cp_async", 23,
-                                "v4 tiles fed by cp.async straight to shared memory, 3-4 stage pipeline (f32, sm_80+)",
-                                cuda::matmul_entry<run_v6_cp_async>);
+  register_kernel(keys::matmul, DeviceType::cuda, "v6_cp_async", Priority::tuned + 3,
+                  "v4 tiles fed by cp.async straight to shared memory, 3-4 stage pipeline (f32, sm_80+)",
+                  cuda::matmul_entry<run_v6_cp_async>);
 }
 
 }  // namespace minidl

@@ -149,9 +149,9 @@ bool run_v7_autotuned(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_v7_autotuned_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v7_autotuned", 25,
-                                "v6/splitk with the block tile timed once per shape class (f32, sm_80+)",
-                                cuda::matmul_entry<run_v7_autotuned>);
+  register_kernel(keys::matmul, DeviceType::cuda, "v7_autotuned", Priority::tuned + 5,
+                  "v6/splitk with the block tile timed once per shape class (f32, sm_80+)",
+                  cuda::matmul_entry<run_v7_autotuned>);
 }
 
 }  // namespace minidl

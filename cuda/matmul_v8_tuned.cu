@@ -263,10 +263,10 @@ bool matmul_v8_tuned(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a
 }  // namespace
 
 void register_matmul_v8_tuned_cuda() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "v8_tuned", 28,
-                                "v4 as a template over its tile: 8x16 per thread, 255-register budgets, "
-                                "smem double buffering; MINIDL_V8_CONFIG picks the tile (f32)",
-                                matmul_v8_tuned);
+  register_kernel(keys::matmul, DeviceType::cuda, "v8_tuned", Priority::tuned + 8,
+                  "v4 as a template over its tile: 8x16 per thread, 255-register budgets, "
+                  "smem double buffering; MINIDL_V8_CONFIG picks the tile (f32)",
+                  matmul_v8_tuned);
 }
 
 }  // namespace minidl

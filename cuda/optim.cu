@@ -239,8 +239,8 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
 
 void register_optim_cuda() {
   const char* how = "up to 24 tensors per launch, in the kernel's arguments; a block per chunk of 8192 elements";
-  register_kernel<SgdStepKernel>("sgd_step", DeviceType::cuda, "multi_tensor", 10, how, sgd_multi_tensor);
-  register_kernel<AdamStepKernel>("adam_step", DeviceType::cuda, "multi_tensor", 10, how, adam_multi_tensor);
+  register_kernel(keys::sgd_step, DeviceType::cuda, "multi_tensor", Priority::portable, how, sgd_multi_tensor);
+  register_kernel(keys::adam_step, DeviceType::cuda, "multi_tensor", Priority::portable, how, adam_multi_tensor);
 }
 
 }  // namespace minidl

@@ -101,16 +101,15 @@ bool avg_pool2d_backward_cudnn(const Tensor& grad_y, Tensor& grad_x, const Pool2
 }  // namespace
 
 void register_pool_cudnn_cuda() {
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "cudnn", 10,
-                                "cudnnPoolingForward, MAX_DETERMINISTIC (f32)", max_pool2d_cudnn);
-  register_kernel<MaxPool2dBackwardKernel>(
-      "max_pool2d.backward", DeviceType::cuda, "cudnn", 10,
+  register_kernel(keys::max_pool2d, DeviceType::cuda, "cudnn", Priority::portable,
+                  "cudnnPoolingForward, MAX_DETERMINISTIC (f32)", max_pool2d_cudnn);
+  register_kernel(keys::max_pool2d_backward, DeviceType::cuda, "cudnn", Priority::portable,
       "cudnnPoolingBackward, MAX_DETERMINISTIC; tie rule undocumented (first-max in tests) (f32)", max_pool2d_backward_cudnn);
-  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cuda, "cudnn", 20,
-                                "cudnnPoolingForward, AVERAGE_COUNT_INCLUDE_PADDING (f32)", avg_pool2d_cudnn);
-  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cuda, "cudnn", 20,
-                                           "cudnnPoolingBackward, AVERAGE_COUNT_INCLUDE_PADDING (f32)",
-                                           avg_pool2d_backward_cudnn);
+  register_kernel(keys::avg_pool2d, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnPoolingForward, AVERAGE_COUNT_INCLUDE_PADDING (f32)", avg_pool2d_cudnn);
+  register_kernel(keys::avg_pool2d_backward, DeviceType::cuda, "cudnn", Priority::tuned,
+                  "cudnnPoolingBackward, AVERAGE_COUNT_INCLUDE_PADDING (f32)",
+                  avg_pool2d_backward_cudnn);
 }
 
 }  // namespace minidl

@@ -9,17 +9,16 @@
 namespace minidl {
 
 void register_pool_v1_direct_cuda() {
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "v1_direct", 20,
-                                "one thread per output scanning its window (f32, f64)", max_pool2d_v1);
-  register_kernel<MaxPool2dBackwardKernel>(
-      "max_pool2d.backward", DeviceType::cuda, "v1_direct", 20,
+  register_kernel(keys::max_pool2d, DeviceType::cuda, "v1_direct", Priority::tuned,
+                  "one thread per output scanning its window (f32, f64)", max_pool2d_v1);
+  register_kernel(keys::max_pool2d_backward, DeviceType::cuda, "v1_direct", Priority::tuned,
       "one thread per input gathering the windows it wins, first-max tie rule, no atomics (f32, f64)",
       max_pool2d_backward_v1);
-  register_kernel<Pool2dKernel>("avg_pool2d", DeviceType::cuda, "v1_direct", 10,
-                                "one thread per output summing its window (f32, f64)", avg_pool2d_v1);
-  register_kernel<AvgPool2dBackwardKernel>("avg_pool2d.backward", DeviceType::cuda, "v1_direct", 10,
-                                           "one thread per input gathering its windows, no atomics (f32, f64)",
-                                           avg_pool2d_backward_v1);
+  register_kernel(keys::avg_pool2d, DeviceType::cuda, "v1_direct", Priority::portable,
+                  "one thread per output summing its window (f32, f64)", avg_pool2d_v1);
+  register_kernel(keys::avg_pool2d_backward, DeviceType::cuda, "v1_direct", Priority::portable,
+                  "one thread per input gathering its windows, no atomics (f32, f64)",
+                  avg_pool2d_backward_v1);
 }
 
 }  // namespace minidl

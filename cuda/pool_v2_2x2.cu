@@ -137,11 +137,10 @@ void register_pool_v2_2x2_cuda() {
   // Max pooling: our kernels are the default because they implement the contract's tie rule by
   // construction, where cuDNN's is undocumented; they ran as fast as cuDNN's (memory-bound).
   // Average pooling: cuDNN's backward was faster, so it is the default there (cuda/pool_cudnn.cu).
-  register_kernel<Pool2dKernel>("max_pool2d", DeviceType::cuda, "v2_2x2", 25,
-                                "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64)",
-                                max_pool2d_v2);
-  register_kernel<MaxPool2dBackwardKernel>(
-      "max_pool2d.backward", DeviceType::cuda, "v2_2x2", 25,
+  register_kernel(keys::max_pool2d, DeviceType::cuda, "v2_2x2", Priority::tuned + 5,
+                  "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64)",
+                  max_pool2d_v2);
+  register_kernel(keys::max_pool2d_backward, DeviceType::cuda, "v2_2x2", Priority::tuned + 5,
       "2x2 windows of stride 2: one thread per window writes its 4 gradients; other windows as v1_direct (f32, f64)",
       max_pool2d_backward_v2);
 }

@@ -313,23 +313,23 @@ bool index_select_direct(const Tensor& x, const Tensor& index, Tensor& out) {
 }  // namespace
 
 void register_reduce_cuda() {
-  register_kernel<RowReduceKernel>("sum", DeviceType::cuda, "rows", 10,
-                                   "warp per row (<=1024 cols) or block per row, double accumulator; few long rows "
-                                   "split over blocks in two passes",
-                                   sum_rows);
-  register_kernel<RowMaxKernel>("max", DeviceType::cuda, "rows", 10,
-                                "warp or block per row, (value, index) shuffle tree; first maximum wins", max_rows);
-  register_kernel<GatherKernel>("gather", DeviceType::cuda, "direct", 10, "one thread per output element",
-                                gather_direct);
-  register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cuda, "direct", 10,
-                                    "memset to zero, then one atomicAdd per gradient element (declines with "
-                                    "--deterministic)",
-                                    scatter_add_direct);
-  register_kernel<ScatterAddKernel>("gather.backward", DeviceType::cuda, "ordered", 5,
-                                    "one thread per grad_x element, adds in index order: deterministic",
-                                    scatter_add_ordered);
-  register_kernel<IndexSelectKernel>("index_select", DeviceType::cuda, "direct", 10,
-                                     "one thread per output element, its bytes copied", index_select_direct);
+  register_kernel(keys::sum, DeviceType::cuda, "rows", Priority::portable,
+                  "warp per row (<=1024 cols) or block per row, double accumulator; few long rows "
+                  "split over blocks in two passes",
+                  sum_rows);
+  register_kernel(keys::max, DeviceType::cuda, "rows", Priority::portable,
+                  "warp or block per row, (value, index) shuffle tree; first maximum wins", max_rows);
+  register_kernel(keys::gather, DeviceType::cuda, "direct", Priority::portable, "one thread per output element",
+                  gather_direct);
+  register_kernel(keys::gather_backward, DeviceType::cuda, "direct", Priority::portable,
+                  "memset to zero, then one atomicAdd per gradient element (declines with "
+                  "--deterministic)",
+                  scatter_add_direct);
+  register_kernel(keys::gather_backward, DeviceType::cuda, "ordered", Priority::reference + 5,
+                  "one thread per grad_x element, adds in index order: deterministic",
+                  scatter_add_ordered);
+  register_kernel(keys::index_select, DeviceType::cuda, "direct", Priority::portable,
+                  "one thread per output element, its bytes copied", index_select_direct);
 }
 
 }  // namespace minidl

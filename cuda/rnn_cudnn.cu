@@ -368,16 +368,16 @@ void register_rnn_cudnn_cuda() {
   const char* precision =
       "exact FP32 (FMA math) unless --precision tf32 (or MINIDL_TF32=1); BF16 data under --precision bf16";
   const std::string backward = str_cat("cudnnRNNBackwardData_v8 + cudnnRNNBackwardWeights_v8; ", precision);
-  register_kernel<GruSequenceKernel>("gru_sequence", DeviceType::cuda, kName, 20,
-                                     str_cat("cudnnRNNForward (CUDNN_GRU, all layers and directions); ", precision),
-                                     sequence_cudnn<CUDNN_GRU>);
-  register_kernel<GruSequenceBackwardKernel>("gru_sequence.backward", DeviceType::cuda, kName, 20, backward,
-                                             sequence_backward_cudnn<CUDNN_GRU>);
-  register_kernel<LstmSequenceKernel>("lstm_sequence", DeviceType::cuda, kName, 20,
-                                      str_cat("cudnnRNNForward (CUDNN_LSTM, all layers and directions); ", precision),
-                                      sequence_cudnn<CUDNN_LSTM>);
-  register_kernel<LstmSequenceBackwardKernel>("lstm_sequence.backward", DeviceType::cuda, kName, 20, backward,
-                                              sequence_backward_cudnn<CUDNN_LSTM>);
+  register_kernel(keys::gru_sequence, DeviceType::cuda, kName, Priority::tuned,
+                  str_cat("cudnnRNNForward (CUDNN_GRU, all layers and directions); ", precision),
+                  sequence_cudnn<CUDNN_GRU>);
+  register_kernel(keys::gru_sequence_backward, DeviceType::cuda, kName, Priority::tuned, backward,
+                  sequence_backward_cudnn<CUDNN_GRU>);
+  register_kernel(keys::lstm_sequence, DeviceType::cuda, kName, Priority::tuned,
+                  str_cat("cudnnRNNForward (CUDNN_LSTM, all layers and directions); ", precision),
+                  sequence_cudnn<CUDNN_LSTM>);
+  register_kernel(keys::lstm_sequence_backward, DeviceType::cuda, kName, Priority::tuned, backward,
+                  sequence_backward_cudnn<CUDNN_LSTM>);
 }
 
 }  // namespace minidl

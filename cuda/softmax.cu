@@ -268,27 +268,27 @@ bool activation_cudnn(const Tensor& x, Tensor& out) {
 void register_softmax_cuda() {
   const DeviceType gpu = DeviceType::cuda;
   const char* d = "one warp per row (<=1024 cols) or one block per row; max-subtracted, shuffle reductions";
-  register_kernel<SoftmaxKernel>("softmax", gpu, "rows", 10, d, softmax_rows<false>);
-  register_kernel<SoftmaxKernel>("log_softmax", gpu, "rows", 10, d, softmax_rows<true>);
-  register_kernel<SoftmaxBackwardKernel>("softmax.backward", gpu, "rows", 10, d, softmax_backward_rows<false>);
-  register_kernel<SoftmaxBackwardKernel>("log_softmax.backward", gpu, "rows", 10, d, softmax_backward_rows<true>);
-  register_kernel<CrossEntropyKernel>("cross_entropy", gpu, "rows", 10, "fused per-row logsumexp; " + std::string(d),
-                                      cross_entropy_rows);
-  register_kernel<CrossEntropyBackwardKernel>("cross_entropy.backward", gpu, "rows", 10,
-                                              "recomputes the softmax per row; " + std::string(d),
-                                              cross_entropy_backward_rows);
+  register_kernel(keys::softmax, gpu, "rows", Priority::portable, d, softmax_rows<false>);
+  register_kernel(keys::log_softmax, gpu, "rows", Priority::portable, d, softmax_rows<true>);
+  register_kernel(keys::softmax_backward, gpu, "rows", Priority::portable, d, softmax_backward_rows<false>);
+  register_kernel(keys::log_softmax_backward, gpu, "rows", Priority::portable, d, softmax_backward_rows<true>);
+  register_kernel(keys::cross_entropy, gpu, "rows", Priority::portable, "fused per-row logsumexp; " + std::string(d),
+                  cross_entropy_rows);
+  register_kernel(keys::cross_entropy_backward, gpu, "rows", Priority::portable,
+                  "recomputes the softmax per row; " + std::string(d),
+                  cross_entropy_backward_rows);
 #ifdef MINIDL_WITH_CUDNN
   // Below our own kernels by default (priority 5): selectable with --kernel softmax=cudnn etc.
   const char* dc = "cuDNN; contiguous float32 only";
-  register_kernel<SoftmaxKernel>("softmax", gpu, "cudnn", 5, dc, softmax_cudnn<CUDNN_SOFTMAX_ACCURATE>);
-  register_kernel<SoftmaxKernel>("log_softmax", gpu, "cudnn", 5, dc, softmax_cudnn<CUDNN_SOFTMAX_LOG>);
-  register_kernel<SoftmaxBackwardKernel>("softmax.backward", gpu, "cudnn", 5, dc,
-                                         softmax_backward_cudnn<CUDNN_SOFTMAX_ACCURATE>);
-  register_kernel<SoftmaxBackwardKernel>("log_softmax.backward", gpu, "cudnn", 5, dc,
-                                         softmax_backward_cudnn<CUDNN_SOFTMAX_LOG>);
-  register_kernel<UnaryKernel>("relu", gpu, "cudnn", 5, dc, activation_cudnn<CUDNN_ACTIVATION_RELU>);
-  register_kernel<UnaryKernel>("sigmoid", gpu, "cudnn", 5, dc, activation_cudnn<CUDNN_ACTIVATION_SIGMOID>);
-  register_kernel<UnaryKernel>("tanh", gpu, "cudnn", 5, dc, activation_cudnn<CUDNN_ACTIVATION_TANH>);
+  register_kernel(keys::softmax, gpu, "cudnn", Priority::reference + 5, dc, softmax_cudnn<CUDNN_SOFTMAX_ACCURATE>);
+  register_kernel(keys::log_softmax, gpu, "cudnn", Priority::reference + 5, dc, softmax_cudnn<CUDNN_SOFTMAX_LOG>);
+  register_kernel(keys::softmax_backward, gpu, "cudnn", Priority::reference + 5, dc,
+                  softmax_backward_cudnn<CUDNN_SOFTMAX_ACCURATE>);
+  register_kernel(keys::log_softmax_backward, gpu, "cudnn", Priority::reference + 5, dc,
+                  softmax_backward_cudnn<CUDNN_SOFTMAX_LOG>);
+  register_kernel(keys::relu, gpu, "cudnn", Priority::reference + 5, dc, activation_cudnn<CUDNN_ACTIVATION_RELU>);
+  register_kernel(keys::sigmoid, gpu, "cudnn", Priority::reference + 5, dc, activation_cudnn<CUDNN_ACTIVATION_SIGMOID>);
+  register_kernel(keys::tanh, gpu, "cudnn", Priority::reference + 5, dc, activation_cudnn<CUDNN_ACTIVATION_TANH>);
 #endif
 }
 

@@ -33,7 +33,7 @@ Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim) {
   const Tensor y3 = y.detach().contiguous().view({outer, channels, inner});
   const Tensor b = bias.detach().contiguous();
   Tensor out3 = empty({outer, channels, inner}, y.options());
-  dispatch<BiasReluKernel>("bias_relu", y.device(), y3, b, out3);
+  dispatch(keys::bias_relu, y.device(), y3, b, out3);
   Tensor out = out3.view(s);
 
   if (needs_grad({y, bias})) {
@@ -41,8 +41,8 @@ Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim) {
       const Tensor g3 = g.contiguous().view(saved_out.shape());
       Tensor grad_y = empty(saved_out.shape(), g3.options());
       Tensor grad_bias = empty({saved_out.shape()[1]}, g3.options());
-      dispatch<BiasReluBackwardKernel>("bias_relu.backward", g3.device(), g3, saved_out, grad_y, grad_bias);
-      return grads{grad_y.view(y_shape), grad_bias};
+      dispatch(keys::bias_relu_backward, g3.device(), g3, saved_out, grad_y, grad_bias);
+      return InputGradients{grad_y.view(y_shape), grad_bias};
     });
   }
   return out;

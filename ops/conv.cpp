@@ -30,7 +30,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
 
   const Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
   Tensor y = empty(y_shape, x.options());
-  dispatch<Conv2dKernel>("conv2d", x.device(), xc, wc, y, p);
+  dispatch(keys::conv2d, x.device(), xc, wc, y, p);
   // The bias broadcast over [N, O, OH*OW] rather than [N, O, OH, OW]: the same sum, in far fewer and
   // longer rows for the elementwise kernels.
   if (bias.defined()) y = add(y.view({n, o, oh * ow}), bias.detach().view({1, o, 1})).view({n, o, oh, ow});
@@ -47,18 +47,18 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
           Tensor grad_x, grad_w, grad_b;
           if (need_x) {
             grad_x = empty(x_shape, gc.options());
-            dispatch<Conv2dBackwardInputKernel>("conv2d.backward_input", gc.device(), gc, saved_w, grad_x, p);
+            dispatch(keys::conv2d_backward_input, gc.device(), gc, saved_w, grad_x, p);
           }
           if (need_w) {
             grad_w = empty(w_shape, gc.options());
-            dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", gc.device(), saved_x, gc, grad_w, p);
+            dispatch(keys::conv2d_backward_weight, gc.device(), saved_x, gc, grad_w, p);
           }
           if (need_b) {
             // Each (n, o) plane summed first (contiguous rows), then the planes over n.
             const Shape& s = gc.shape();
             grad_b = sum(sum(gc.view({s[0], s[1], s[2] * s[3]}), {2}), {0});
           }
-          return grads{grad_x, grad_w, grad_b};
+          return InputGradients{grad_x, grad_w, grad_b};
         });
   }
   return y;

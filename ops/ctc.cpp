@@ -67,14 +67,14 @@ Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& in
   const Tensor tl = target_lengths.detach().to(device).contiguous();
   Tensor nll = empty({N}, log_probs.options());
   Tensor log_alpha = empty({N, T, 2 * S + 1}, log_probs.options());
-  dispatch<CtcLossKernel>("ctc_loss", device, lp, tg, il, tl, blank, zero_infinity, nll, log_alpha);
+  dispatch(keys::ctc_loss, device, lp, tg, il, tl, blank, zero_infinity, nll, log_alpha);
   if (needs_grad({log_probs}))
     attach_grad_fn(nll, "CtcLossBackward", {log_probs},
                    [lp, tg, il, tl, log_alpha, blank, zero_infinity](const Tensor& g) {
                      Tensor grad = empty(lp.shape(), lp.options());
-                     dispatch<CtcLossBackwardKernel>("ctc_loss.backward", lp.device(), lp, tg, il, tl, log_alpha,
-                                                     g.contiguous(), blank, zero_infinity, grad);
-                     return grads{grad};
+                     dispatch(keys::ctc_loss_backward, lp.device(), lp, tg, il, tl, log_alpha,
+                              g.contiguous(), blank, zero_infinity, grad);
+                     return InputGradients{grad};
                    });
 
   std::vector<double> inverse_length(N);

@@ -37,61 +37,62 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 
 namespace {
 
-Tensor unary(const char* key, const Tensor& x) {
-  check_floating(key, x);
+Tensor unary(const KernelKey<UnaryKernel>& key, const Tensor& x) {
+  check_floating(key.name(), x);
   Tensor out = empty(x.shape(), x.options());
-  dispatch<UnaryKernel>(key, x.device(), x, out);
+  dispatch(key, x.device(), x, out);
   return out;
 }
 
-Tensor unary_scalar(const char* key, const Tensor& x, double s) {
-  check_floating(key, x);
+Tensor unary_scalar(const KernelKey<UnaryScalarKernel>& key, const Tensor& x, double s) {
+  check_floating(key.name(), x);
   Tensor out = empty(x.shape(), x.options());
-  dispatch<UnaryScalarKernel>(key, x.device(), x, s, out);
+  dispatch(key, x.device(), x, s, out);
   return out;
 }
 
 // Runs the binary kernel `key` on a and b broadcast to a common shape (no autograd).
-Tensor binary(const char* key, const Tensor& a, const Tensor& b) {
-  check_floating(key, a);
-  check_floating(key, b);
-  check_same_device(key, {a, b});
-  check_same_dtype(key, {a, b});
-  const Shape shape = broadcast_shapes(key, a.shape(), b.shape());
+Tensor binary(const KernelKey<BinaryKernel>& key, const Tensor& a, const Tensor& b) {
+  const char* name = key.name();
+  check_floating(name, a);
+  check_floating(name, b);
+  check_same_device(name, {a, b});
+  check_same_dtype(name, {a, b});
+  const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
   Tensor out = empty(shape, a.options());
   const Tensor ea = a.shape() == shape ? a : a.detach().expand(shape);
   const Tensor eb = b.shape() == shape ? b : b.detach().expand(shape);
-  dispatch<BinaryKernel>(key, a.device(), ea, eb, out);
+  dispatch(key, a.device(), ea, eb, out);
   return out;
 }
 
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary("add", a, b);
+  Tensor out = binary(keys::add, a, b);
   if (needs_grad({a, b}))
     attach_grad_fn(out, "AddBackward", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
-      return grads{sum_to(g, sa), sum_to(g, sb)};
+      return InputGradients{sum_to(g, sa), sum_to(g, sb)};
     });
   return out;
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-  Tensor out = binary("sub", a, b);
+  Tensor out = binary(keys::sub, a, b);
   if (needs_grad({a, b}))
     attach_grad_fn(out, "SubBackward", {a, b}, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
-      return grads{sum_to(g, sa), sum_to(neg(g), sb)};
+      return InputGradients{sum_to(g, sa), sum_to(neg(g), sb)};
     });
   return out;
 }
 
 // [doc:mul_op] quoted by docs/course/02-autograd.md
 Tensor mul(const Tensor& a, const Tensor& b) {
-  Tensor out = binary("mul", a, b);
+  Tensor out = binary(keys::mul, a, b);
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     attach_grad_fn(out, "MulBackward", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
-      return grads{ga ? sum_to(mul(g, b), a.shape()) : Tensor(), gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
+      return InputGradients{ga ? sum_to(mul(g, b), a.shape()) : Tensor(), gb ? sum_to(mul(g, a), b.shape()) : Tensor()};
     });
   }
   return out;
@@ -99,95 +100,95 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 // [/doc:mul_op]
 
 Tensor div(const Tensor& a, const Tensor& b) {
-  Tensor out = binary("div", a, b);
+  Tensor out = binary(keys::div, a, b);
   if (needs_grad({a, b})) {
     const bool ga = a.requires_grad(), gb = b.requires_grad();
     attach_grad_fn(out, "DivBackward", {a, b}, [a = a.detach(), b = b.detach(), ga, gb](const Tensor& g) {
       Tensor grad_a = ga ? sum_to(div(g, b), a.shape()) : Tensor();
       Tensor grad_b = gb ? sum_to(neg(div(mul(g, a), mul(b, b))), b.shape()) : Tensor();
-      return grads{grad_a, grad_b};
+      return InputGradients{grad_a, grad_b};
     });
   }
   return out;
 }
 
 Tensor add_scalar(const Tensor& x, double s) {
-  Tensor out = unary_scalar("add_scalar", x, s);
-  if (needs_grad({x})) attach_grad_fn(out, "AddScalarBackward", {x}, [](const Tensor& g) { return grads{g}; });
+  Tensor out = unary_scalar(keys::add_scalar, x, s);
+  if (needs_grad({x})) attach_grad_fn(out, "AddScalarBackward", {x}, [](const Tensor& g) { return InputGradients{g}; });
   return out;
 }
 
 Tensor mul_scalar(const Tensor& x, double s) {
-  Tensor out = unary_scalar("mul_scalar", x, s);
+  Tensor out = unary_scalar(keys::mul_scalar, x, s);
   if (needs_grad({x}))
-    attach_grad_fn(out, "MulScalarBackward", {x}, [s](const Tensor& g) { return grads{mul_scalar(g, s)}; });
+    attach_grad_fn(out, "MulScalarBackward", {x}, [s](const Tensor& g) { return InputGradients{mul_scalar(g, s)}; });
   return out;
 }
 
 Tensor pow_scalar(const Tensor& x, double p) {
-  Tensor out = unary_scalar("pow_scalar", x, p);
+  Tensor out = unary_scalar(keys::pow_scalar, x, p);
   if (needs_grad({x}))
     attach_grad_fn(out, "PowScalarBackward", {x}, [x = x.detach(), p](const Tensor& g) {
       // x^0 is constant: without this, 0 * x^-1 would give NaN at x = 0.
-      if (p == 0) return grads{zeros_like(g)};
-      return grads{mul(g, mul_scalar(pow_scalar(x, p - 1), p))};
+      if (p == 0) return InputGradients{zeros_like(g)};
+      return InputGradients{mul(g, mul_scalar(pow_scalar(x, p - 1), p))};
     });
   return out;
 }
 
 Tensor neg(const Tensor& x) {
-  Tensor out = unary("neg", x);
-  if (needs_grad({x})) attach_grad_fn(out, "NegBackward", {x}, [](const Tensor& g) { return grads{neg(g)}; });
+  Tensor out = unary(keys::neg, x);
+  if (needs_grad({x})) attach_grad_fn(out, "NegBackward", {x}, [](const Tensor& g) { return InputGradients{neg(g)}; });
   return out;
 }
 
 Tensor exp(const Tensor& x) {
-  Tensor out = unary("exp", x);
+  Tensor out = unary(keys::exp, x);
   if (needs_grad({x}))
-    attach_grad_fn(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& g) { return grads{mul(g, y)}; });
+    attach_grad_fn(out, "ExpBackward", {x}, [y = out.detach()](const Tensor& g) { return InputGradients{mul(g, y)}; });
   return out;
 }
 
 Tensor log(const Tensor& x) {
-  Tensor out = unary("log", x);
+  Tensor out = unary(keys::log, x);
   if (needs_grad({x}))
-    attach_grad_fn(out, "LogBackward", {x}, [x = x.detach()](const Tensor& g) { return grads{div(g, x)}; });
+    attach_grad_fn(out, "LogBackward", {x}, [x = x.detach()](const Tensor& g) { return InputGradients{div(g, x)}; });
   return out;
 }
 
 Tensor sqrt(const Tensor& x) {
-  Tensor out = unary("sqrt", x);
+  Tensor out = unary(keys::sqrt, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "SqrtBackward", {x}, [y = out.detach()](const Tensor& g) {
-      return grads{mul_scalar(div(g, y), 0.5)};
+      return InputGradients{mul_scalar(div(g, y), 0.5)};
     });
   return out;
 }
 
 Tensor relu(const Tensor& x) {
-  Tensor out = unary("relu", x);
+  Tensor out = unary(keys::relu, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "ReluBackward", {x}, [x = x.detach()](const Tensor& g) {
-      return grads{binary("relu_backward", g, x)};
+      return InputGradients{binary(keys::relu_backward, g, x)};
     });
   return out;
 }
 
 Tensor sigmoid(const Tensor& x) {
-  Tensor out = unary("sigmoid", x);
+  Tensor out = unary(keys::sigmoid, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "SigmoidBackward", {x}, [y = out.detach()](const Tensor& g) {
       // y * (1 - y) = y - y^2
-      return grads{mul(g, sub(y, mul(y, y)))};
+      return InputGradients{mul(g, sub(y, mul(y, y)))};
     });
   return out;
 }
 
 Tensor tanh(const Tensor& x) {
-  Tensor out = unary("tanh", x);
+  Tensor out = unary(keys::tanh, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "TanhBackward", {x}, [y = out.detach()](const Tensor& g) {
-      return grads{mul(g, add_scalar(neg(mul(y, y)), 1.0))};
+      return InputGradients{mul(g, add_scalar(neg(mul(y, y)), 1.0))};
     });
   return out;
 }

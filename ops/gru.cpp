@@ -29,15 +29,15 @@ Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
   const Tensor gi_c = gi.detach().contiguous(), gh_c = gh.detach().contiguous(), h_c = h.detach().contiguous();
   Tensor h_new = empty({N, H}, h.options());
   Tensor gates = empty({N, 4 * H}, h.options());
-  dispatch<GruCellKernel>("gru_cell", h.device(), gi_c, gh_c, h_c, h_new, gates);
+  dispatch(keys::gru_cell, h.device(), gi_c, gh_c, h_c, h_new, gates);
   if (needs_grad({gi, gh, h}))
     attach_grad_fn(h_new, "GruCellBackward", {gi, gh, h}, [h_c, gates](const Tensor& g) {
       Tensor grad_gi = empty({h_c.shape()[0], 3 * h_c.shape()[1]}, h_c.options());
       Tensor grad_gh = empty(grad_gi.shape(), h_c.options());
       Tensor grad_h = empty(h_c.shape(), h_c.options());
-      dispatch<GruCellBackwardKernel>("gru_cell.backward", h_c.device(), g.contiguous(), h_c, gates, grad_gi, grad_gh,
-                                      grad_h);
-      return grads{grad_gi, grad_gh, grad_h};
+      dispatch(keys::gru_cell_backward, h_c.device(), g.contiguous(), h_c, gates, grad_gi, grad_gh,
+               grad_h);
+      return InputGradients{grad_gi, grad_gh, grad_h};
     });
   return h_new;
 }

@@ -16,6 +16,9 @@
 // not contiguous. It must serve float32 contiguous inputs of every size the front end allows: the sweeps
 // fail a kernel that declines those (tests/test_util.h served_or_declined).
 // The naive CPU kernels (cpu/*_naive.cpp) are the reference every other kernel is tested against.
+// Each signature is followed by its keys, typed objects in namespace minidl::keys (core/kernel_key.h):
+// keys::conv2d_backward_input is key "conv2d.backward_input", whose kernels are Conv2dBackwardInputKernel.
+// Registration and dispatch take these objects (core/dispatch.h), so there is one declaration per key.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,14 +32,35 @@ namespace minidl {
 // ---------------------------------------------------------------- elementwise
 // Keys: "neg" "exp" "log" "sqrt" "relu" "sigmoid" "tanh".  out = f(x);  x any strides, same shape as out.
 using UnaryKernel = bool(const Tensor& x, Tensor& out);
+namespace keys {
+inline const KernelKey<UnaryKernel> exp{"exp"};
+inline const KernelKey<UnaryKernel> log{"log"};
+inline const KernelKey<UnaryKernel> neg{"neg"};
+inline const KernelKey<UnaryKernel> relu{"relu"};
+inline const KernelKey<UnaryKernel> sigmoid{"sigmoid"};
+inline const KernelKey<UnaryKernel> sqrt{"sqrt"};
+inline const KernelKey<UnaryKernel> tanh{"tanh"};
+}  // namespace keys
 
 // Keys: "add_scalar" (x + s), "mul_scalar" (x * s), "pow_scalar" (x ^ s).  x any strides.
 using UnaryScalarKernel = bool(const Tensor& x, double scalar, Tensor& out);
+namespace keys {
+inline const KernelKey<UnaryScalarKernel> add_scalar{"add_scalar"};
+inline const KernelKey<UnaryScalarKernel> mul_scalar{"mul_scalar"};
+inline const KernelKey<UnaryScalarKernel> pow_scalar{"pow_scalar"};
+}  // namespace keys
 
 // Keys: "add" "sub" "mul" "div", and the backward helpers
 //   "relu_backward"  out = x > 0 ? g : 0          (a = g, b = x)
 // a and b are already broadcast (expanded) to out's shape: any strides, including 0.
 using BinaryKernel = bool(const Tensor& a, const Tensor& b, Tensor& out);
+namespace keys {
+inline const KernelKey<BinaryKernel> add{"add"};
+inline const KernelKey<BinaryKernel> div{"div"};
+inline const KernelKey<BinaryKernel> mul{"mul"};
+inline const KernelKey<BinaryKernel> relu_backward{"relu_backward"};
+inline const KernelKey<BinaryKernel> sub{"sub"};
+}  // namespace keys
 
 // Keys "copy", "cast" (CopyKernel) and "fill" (FillKernel): in core/tensor_kernels.h, included above, as the
 // Tensor itself dispatches them (to(), contiguous(), zeros()).
@@ -47,6 +71,9 @@ using BinaryKernel = bool(const Tensor& a, const Tensor& b, Tensor& out);
 // (any of the four) and device, and the ranges [offsets[k], offsets[k] + numel) lie inside flat without
 // overlapping. Elements of flat outside them keep their values.
 using PackKernel = bool(const std::vector<Tensor>& srcs, const std::vector<int64_t>& offsets, Tensor& flat);
+namespace keys {
+inline const KernelKey<PackKernel> pack{"pack"};
+}  // namespace keys
 
 // Key "dropout_mask": mask[i] = (u_i >= p) ? 1/(1-p) : 0, where u_i = philox_uniform(seed, offset + i)
 // (core/philox.h). Counter-based, so CPU and GPU produce the same mask for the same (seed, offset).
@@ -56,30 +83,51 @@ using PackKernel = bool(const std::vector<Tensor>& srcs, const std::vector<int64
 // runs, is added to offset. A captured CUDA graph replays its kernels with the arguments they were
 // captured with; the shift is how each replay draws new numbers (core/capture.h).
 using DropoutMaskKernel = bool(Tensor& mask, double p, uint64_t seed, uint64_t offset, const Tensor& offset_shift);
+namespace keys {
+inline const KernelKey<DropoutMaskKernel> dropout_mask{"dropout_mask"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- reductions
 // x is [rows, cols] contiguous; the front end permutes reduced dims last and flattens.
 // Key "sum": out[r] = sum_c x[r, c]  (out is [rows]).
 using RowReduceKernel = bool(const Tensor& x, Tensor& out);
+namespace keys {
+inline const KernelKey<RowReduceKernel> sum{"sum"};
+}  // namespace keys
 // Key "max": out[r] = max_c x[r, c], index[r] = the first c reaching it (int64).
 using RowMaxKernel = bool(const Tensor& x, Tensor& out, Tensor& index);
+namespace keys {
+inline const KernelKey<RowMaxKernel> max{"max"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- indexing
 // x is [outer, n, inner] contiguous, index is [outer, k, inner] int64 with values in [0, n).
 // Key "gather":              out[o, j, i] = x[o, index[o, j, i], i]          (out is [outer, k, inner])
 // Key "gather.backward":     grad_x[o, n', i] = sum over j with index[o,j,i] == n' of grad_out[o, j, i]
 using GatherKernel = bool(const Tensor& x, const Tensor& index, Tensor& out);
+namespace keys {
+inline const KernelKey<GatherKernel> gather{"gather"};
+}  // namespace keys
 using ScatterAddKernel = bool(const Tensor& grad_out, const Tensor& index, Tensor& grad_x);
+namespace keys {
+inline const KernelKey<ScatterAddKernel> gather_backward{"gather.backward"};
+}  // namespace keys
 // x is [outer, n, inner] contiguous of any dtype (float32, float64, int64), index is [k] int64 with values
 // in [0, n): whole slices are picked, the same index for every (o, i).
 // Key "index_select":        out[o, j, i] = x[o, index[j], i]                (out is [outer, k, inner])
 // Its backward is gather.backward's scatter-add with the index broadcast to [outer, k, inner].
 using IndexSelectKernel = bool(const Tensor& x, const Tensor& index, Tensor& out);
+namespace keys {
+inline const KernelKey<IndexSelectKernel> index_select{"index_select"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- matrix product
 // Key "matmul": batched. a is [B, ra, ca], b is [B, rb, cb], out is [B, M, N], all contiguous;
 //   op(a) = trans_a ? a^T : a  ([M, K]),  op(b) = trans_b ? b^T : b  ([K, N]),  out[i] = op(a[i]) op(b[i]).
 using MatmulKernel = bool(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b);
+namespace keys {
+inline const KernelKey<MatmulKernel> matmul{"matmul"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- bias + ReLU epilogue (fused)
 // The layer output y seen as [outer, C, inner] (C the channel or feature dim: [N, O, OH*OW] after a
@@ -90,7 +138,13 @@ using MatmulKernel = bool(const Tensor& a, const Tensor& b, Tensor& out, bool tr
 //   grad_y[o, c, i] = out[o, c, i] > 0 ? g[o, c, i] : 0        grad_bias[c] = sum_{o, i} grad_y[o, c, i]
 // One pass each way instead of add + relu forward and relu_backward + sum backward.
 using BiasReluKernel = bool(const Tensor& y, const Tensor& bias, Tensor& out);
+namespace keys {
+inline const KernelKey<BiasReluKernel> bias_relu{"bias_relu"};
+}  // namespace keys
 using BiasReluBackwardKernel = bool(const Tensor& g, const Tensor& out, Tensor& grad_y, Tensor& grad_bias);
+namespace keys {
+inline const KernelKey<BiasReluBackwardKernel> bias_relu_backward{"bias_relu.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- convolution and pooling
 struct Conv2dParams {
@@ -102,12 +156,21 @@ struct Conv2dParams {
 //   y[n,o,p,q] = sum_{c,i,j} x[n, c, p*sh - ph + i, q*sw - pw + j] * w[o,c,i,j]   (zero outside x).
 // Key "conv2d" (forward): y from x, w.  No bias: the front end adds it.
 using Conv2dKernel = bool(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p);
+namespace keys {
+inline const KernelKey<Conv2dKernel> conv2d{"conv2d"};
+}  // namespace keys
 // Key "conv2d.backward_input": grad_x from grad_y, w (x's shape is grad_x's).
 using Conv2dBackwardInputKernel = bool(const Tensor& grad_y, const Tensor& w, Tensor& grad_x,
                                        const Conv2dParams& p);
+namespace keys {
+inline const KernelKey<Conv2dBackwardInputKernel> conv2d_backward_input{"conv2d.backward_input"};
+}  // namespace keys
 // Key "conv2d.backward_weight": grad_w from x, grad_y.
 using Conv2dBackwardWeightKernel = bool(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                         const Conv2dParams& p);
+namespace keys {
+inline const KernelKey<Conv2dBackwardWeightKernel> conv2d_backward_weight{"conv2d.backward_weight"};
+}  // namespace keys
 
 struct Pool2dParams {
   int kernel_h = 2, kernel_w = 2;
@@ -117,29 +180,53 @@ struct Pool2dParams {
 // x [N, C, H, W] -> y [N, C, OH, OW], OH = (H + 2*pad_h - KH) / stride_h + 1.
 // Key "max_pool2d": y = max over the window (padding never wins: it counts as -infinity).
 using Pool2dKernel = bool(const Tensor& x, Tensor& y, const Pool2dParams& p);
+namespace keys {
+inline const KernelKey<Pool2dKernel> avg_pool2d{"avg_pool2d"};
+inline const KernelKey<Pool2dKernel> max_pool2d{"max_pool2d"};
+}  // namespace keys
 // Key "max_pool2d.backward": each window's grad_y goes to the first position (row-major in the window)
 // where x equals y; positions that win several windows sum their gradients.
 using MaxPool2dBackwardKernel = bool(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
                                      const Pool2dParams& p);
+namespace keys {
+inline const KernelKey<MaxPool2dBackwardKernel> max_pool2d_backward{"max_pool2d.backward"};
+}  // namespace keys
 // Key "avg_pool2d": y = sum over the window / (KH*KW) (padding counts as zeros, included in the count).
 // Key "avg_pool2d.backward": grad_x[pos] = sum over windows containing pos of grad_y / (KH*KW).
 using AvgPool2dBackwardKernel = bool(const Tensor& grad_y, Tensor& grad_x, const Pool2dParams& p);
+namespace keys {
+inline const KernelKey<AvgPool2dBackwardKernel> avg_pool2d_backward{"avg_pool2d.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- softmax family (over the last dim)
 // x is [rows, cols] contiguous.
 // Key "softmax":          y[r,c] = exp(x[r,c] - m_r) / sum_c' exp(x[r,c'] - m_r),  m_r = max_c x[r,c]
 // Key "log_softmax":      y[r,c] = x[r,c] - m_r - log(sum_c' exp(x[r,c'] - m_r))
 using SoftmaxKernel = bool(const Tensor& x, Tensor& y);
+namespace keys {
+inline const KernelKey<SoftmaxKernel> log_softmax{"log_softmax"};
+inline const KernelKey<SoftmaxKernel> softmax{"softmax"};
+}  // namespace keys
 // Key "softmax.backward":      grad_x = y * (grad_y - sum_c(grad_y * y))
 // Key "log_softmax.backward":  grad_x = grad_y - exp(y) * sum_c(grad_y)
 using SoftmaxBackwardKernel = bool(const Tensor& y, const Tensor& grad_y, Tensor& grad_x);
+namespace keys {
+inline const KernelKey<SoftmaxBackwardKernel> log_softmax_backward{"log_softmax.backward"};
+inline const KernelKey<SoftmaxBackwardKernel> softmax_backward{"softmax.backward"};
+}  // namespace keys
 
 // Key "cross_entropy": fused, stable.  logits [N, C], target [N] int64 in [0, C)
 //   loss[n] = logsumexp_c(logits[n, c]) - logits[n, target[n]]          (loss is [N])
 using CrossEntropyKernel = bool(const Tensor& logits, const Tensor& target, Tensor& loss);
+namespace keys {
+inline const KernelKey<CrossEntropyKernel> cross_entropy{"cross_entropy"};
+}  // namespace keys
 // Key "cross_entropy.backward":  grad_logits[n, c] = grad_loss[n] * (softmax(logits[n])[c] - [c == target[n]])
 using CrossEntropyBackwardKernel = bool(const Tensor& logits, const Tensor& target, const Tensor& grad_loss,
                                         Tensor& grad_logits);
+namespace keys {
+inline const KernelKey<CrossEntropyBackwardKernel> cross_entropy_backward{"cross_entropy.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- batch normalisation
 // x is [N, C, S] contiguous (S = H*W for images, 1 for [N, C]); gamma, beta [C]. Per channel c over
@@ -148,15 +235,25 @@ using CrossEntropyBackwardKernel = bool(const Tensor& logits, const Tensor& targ
 //   save_invstd [C].
 using BatchNormKernel = bool(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                              Tensor& save_mean, Tensor& save_invstd);
+namespace keys {
+inline const KernelKey<BatchNormKernel> batch_norm{"batch_norm"};
+inline const KernelKey<BatchNormKernel> batch_norm_relu{"batch_norm_relu"};
+}  // namespace keys
 // Key "batch_norm.inference": y = (x - mean_c) / sqrt(var_c + eps) * gamma_c + beta_c with given stats.
 using BatchNormInferenceKernel = bool(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                                       const Tensor& mean, const Tensor& var, double eps, Tensor& y);
+namespace keys {
+inline const KernelKey<BatchNormInferenceKernel> batch_norm_inference{"batch_norm.inference"};
+}  // namespace keys
 // Key "batch_norm.backward" (training mode), with xhat = (x - mean) * invstd and M = N*S:
 //   grad_gamma_c = sum grad_y * xhat,  grad_beta_c = sum grad_y,
 //   grad_x = gamma_c * invstd_c / M * (M * grad_y - grad_beta_c - xhat * grad_gamma_c)
 using BatchNormBackwardKernel = bool(const Tensor& x, const Tensor& grad_y, const Tensor& gamma,
                                      const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
                                      Tensor& grad_gamma, Tensor& grad_beta);
+namespace keys {
+inline const KernelKey<BatchNormBackwardKernel> batch_norm_backward{"batch_norm.backward"};
+}  // namespace keys
 // Batch norm followed by a ReLU, fused (the captcha model's conv, BatchNorm2d, ReLU blocks):
 // Key "batch_norm_relu" (training): y = relu((x - mean_c) * invstd_c * gamma_c + beta_c), the BatchNormKernel
 //   signature (save_mean, save_invstd as there).
@@ -165,6 +262,9 @@ using BatchNormBackwardKernel = bool(const Tensor& x, const Tensor& grad_y, cons
 using BatchNormReluBackwardKernel = bool(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
                                          const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
                                          Tensor& grad_gamma, Tensor& grad_beta);
+namespace keys {
+inline const KernelKey<BatchNormReluBackwardKernel> batch_norm_relu_backward{"batch_norm_relu.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- optimizer updates (in place, float32)
 // Fused over a whole list of parameters so a GPU can do all of them in a few launches.
@@ -184,6 +284,9 @@ struct SgdParams {
 };
 using SgdStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                            std::vector<Tensor>& momentum_buffers, const SgdParams& h);
+namespace keys {
+inline const KernelKey<SgdStepKernel> sgd_step{"sgd_step"};
+}  // namespace keys
 // Key "adam_step": step t (1-based), for each p, g, first moment m, second moment v:
 //   Adam:  g += weight_decay * p                   AdamW (decoupled):  p -= lr * weight_decay * p
 //   m = b1 m + (1 - b1) g,   v = b2 v + (1 - b2) g^2
@@ -198,6 +301,9 @@ struct AdamParams {
 };
 using AdamStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
                             std::vector<Tensor>& v, const AdamParams& h);
+namespace keys {
+inline const KernelKey<AdamStepKernel> adam_step{"adam_step"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- CTC (connectionist temporal classification)
 // log_probs [T, N, C] (log-probabilities per time step; any values, normalised or not), targets [N, S]
@@ -216,6 +322,9 @@ using AdamStepKernel = bool(std::vector<Tensor>& params, const std::vector<Tenso
 using CtcLossKernel = bool(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                            const Tensor& target_lengths, int64_t blank, bool zero_infinity, Tensor& nll,
                            Tensor& log_alpha);
+namespace keys {
+inline const KernelKey<CtcLossKernel> ctc_loss{"ctc_loss"};
+}  // namespace keys
 // Key "ctc_loss.backward": grad_log_probs [T, N, C] = d(sum_n grad_nll[n] * nll[n]) / d log_probs, the
 // gradient with respect to the log-probabilities themselves (not to logits before a log_softmax):
 //   beta_{T_n-1}(2L) = lp(l'_{2L}),  beta_{T_n-1}(2L-1) = lp(l'_{2L-1}),  -inf otherwise
@@ -227,6 +336,9 @@ using CtcLossKernel = bool(const Tensor& log_probs, const Tensor& targets, const
 using CtcLossBackwardKernel = bool(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                                    const Tensor& target_lengths, const Tensor& log_alpha, const Tensor& grad_nll,
                                    int64_t blank, bool zero_infinity, Tensor& grad_log_probs);
+namespace keys {
+inline const KernelKey<CtcLossBackwardKernel> ctc_loss_backward{"ctc_loss.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- GRU (one fused time step of a GRU layer)
 // gi = x_t W_ih^T + b_ih and gh = h W_hh^T + b_hh, both [N, 3H] with the gates in the order r, z, n
@@ -237,6 +349,9 @@ using CtcLossBackwardKernel = bool(const Tensor& log_probs, const Tensor& target
 //   gates [N, 4H] = (r, z, n, gh_n) per row: what the backward kernel needs (the activated values, so it
 //   evaluates no exp/tanh).
 using GruCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& h, Tensor& h_new, Tensor& gates);
+namespace keys {
+inline const KernelKey<GruCellKernel> gru_cell{"gru_cell"};
+}  // namespace keys
 // Key "gru_cell.backward": from grad_h_new [N, H], h and the saved gates, with
 //   d_n = g (1 - z) (1 - n^2)   (the gradient at n's pre-activation)
 //   d_z = g (h - n) z (1 - z),  d_r = d_n gh_n r (1 - r):
@@ -245,6 +360,9 @@ using GruCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& h, 
 // linear op's gradient).
 using GruCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& h, const Tensor& gates, Tensor& grad_gi,
                                    Tensor& grad_gh, Tensor& grad_h);
+namespace keys {
+inline const KernelKey<GruCellBackwardKernel> gru_cell_backward{"gru_cell.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- LSTM (one fused time step of an LSTM layer)
 // gi = x_t W_ih^T + b_ih and gh = h W_hh^T + b_hh, both [N, 4H] with the gates in the order i, f, g, o
@@ -256,6 +374,9 @@ using GruCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& h, co
 //   values, so it evaluates no exp/tanh).
 using LstmCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& c, Tensor& h_new, Tensor& c_new,
                             Tensor& gates);
+namespace keys {
+inline const KernelKey<LstmCellKernel> lstm_cell{"lstm_cell"};
+}  // namespace keys
 // Key "lstm_cell.backward": from grad_h_new and grad_c_new [N, H], c and the saved gates, with
 //   dc = grad_c_new + grad_h_new o (1 - tanh(c_new)^2)      (the whole gradient at c_new)
 //   d_i = dc g i (1 - i),  d_f = dc c f (1 - f),  d_g = dc i (1 - g^2),  d_o = grad_h_new tanh(c_new) o (1 - o)
@@ -264,6 +385,9 @@ using LstmCellKernel = bool(const Tensor& gi, const Tensor& gh, const Tensor& c,
 // (the path from h, through gh = h W_hh^T + b_hh, is the linear op's gradient).
 using LstmCellBackwardKernel = bool(const Tensor& grad_h_new, const Tensor& grad_c_new, const Tensor& c,
                                     const Tensor& gates, Tensor& grad_gates, Tensor& grad_c);
+namespace keys {
+inline const KernelKey<LstmCellBackwardKernel> lstm_cell_backward{"lstm_cell.backward"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- RNNs over whole sequences (all layers, both directions)
 // Keys "gru_sequence" (G = 3 gate blocks r, z, n) and "lstm_sequence" (G = 4: i, f, g, o); one signature.
@@ -296,6 +420,10 @@ using GruSequenceReserve = RnnSequenceReserve;
 // Keys "gru_sequence", "lstm_sequence": y from x and params (the equations above).
 using RnnSequenceKernel = bool(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
                                bool keep_reserve, Tensor& y, RnnSequenceReserve& reserve);
+namespace keys {
+inline const KernelKey<RnnSequenceKernel> gru_sequence{"gru_sequence"};
+inline const KernelKey<RnnSequenceKernel> lstm_sequence{"lstm_sequence"};
+}  // namespace keys
 using GruSequenceKernel = RnnSequenceKernel;
 using LstmSequenceKernel = RnnSequenceKernel;
 // Keys "gru_sequence.backward", "lstm_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y,
@@ -317,6 +445,10 @@ using RnnSequenceBackwardKernel = bool(const Tensor& grad_y, const Tensor& x, co
                                        int num_layers, bool bidirectional, const Tensor& y,
                                        const RnnSequenceReserve& reserve, Tensor& grad_x,
                                        std::vector<Tensor>& grad_params);
+namespace keys {
+inline const KernelKey<RnnSequenceBackwardKernel> gru_sequence_backward{"gru_sequence.backward"};
+inline const KernelKey<RnnSequenceBackwardKernel> lstm_sequence_backward{"lstm_sequence.backward"};
+}  // namespace keys
 using GruSequenceBackwardKernel = RnnSequenceBackwardKernel;
 using LstmSequenceBackwardKernel = RnnSequenceBackwardKernel;
 

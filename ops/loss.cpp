@@ -38,16 +38,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target) {
   const Tensor packed_logits = logits.detach().contiguous();
   const Tensor packed_target = target.contiguous();
   Tensor per_row = empty({n}, logits.options());
-  dispatch<CrossEntropyKernel>("cross_entropy", logits.device(), packed_logits, packed_target, per_row);
+  dispatch(keys::cross_entropy, logits.device(), packed_logits, packed_target, per_row);
   Tensor out = mean(per_row);  // per_row has no history, so this records nothing
   if (needs_grad({logits}))
     attach_grad_fn(out, "CrossEntropyBackward", {logits}, [packed_logits, packed_target, n](const Tensor& g) {
       // d(mean)/d(loss[n]) = 1/N for every row.
       const Tensor grad_rows = mul_scalar(g.reshape({1}).expand({n}), 1.0 / static_cast<double>(n));
       Tensor grad_logits = empty(packed_logits.shape(), packed_logits.options());
-      dispatch<CrossEntropyBackwardKernel>("cross_entropy.backward", g.device(), packed_logits, packed_target,
-                                           grad_rows, grad_logits);
-      return grads{grad_logits};
+      dispatch(keys::cross_entropy_backward, g.device(), packed_logits, packed_target,
+               grad_rows, grad_logits);
+      return InputGradients{grad_logits};
     });
   return out;
 }

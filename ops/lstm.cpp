@@ -32,16 +32,16 @@ Tensor lstm_cell(const Tensor& gi, const Tensor& gh, const Tensor& c) {
   Tensor hc_new = empty({2, N, H}, c.options());
   Tensor h_new = hc_new.select(0, 0), c_new = hc_new.select(0, 1);  // contiguous halves
   Tensor gates = empty({N, 5 * H}, c.options());
-  dispatch<LstmCellKernel>("lstm_cell", c.device(), gi_c, gh_c, c_c, h_new, c_new, gates);
+  dispatch(keys::lstm_cell, c.device(), gi_c, gh_c, c_c, h_new, c_new, gates);
   if (needs_grad({gi, gh, c}))
     attach_grad_fn(hc_new, "LstmCellBackward", {gi, gh, c}, [c_c, gates](const Tensor& g) {
       const Tensor g_c = g.contiguous();
       Tensor grad_gates = empty({c_c.shape()[0], 4 * c_c.shape()[1]}, c_c.options());
       Tensor grad_c = empty(c_c.shape(), c_c.options());
-      dispatch<LstmCellBackwardKernel>("lstm_cell.backward", c_c.device(), g_c.select(0, 0), g_c.select(0, 1), c_c,
-                                       gates, grad_gates, grad_c);
+      dispatch(keys::lstm_cell_backward, c_c.device(), g_c.select(0, 0), g_c.select(0, 1), c_c,
+               gates, grad_gates, grad_c);
       // One tensor for gi and gh: autograd never writes a gradient in place, so they may share it.
-      return grads{grad_gates, grad_gates, grad_c};
+      return InputGradients{grad_gates, grad_gates, grad_c};
     });
   return hc_new;
 }

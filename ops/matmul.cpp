@@ -31,7 +31,7 @@ Tensor gemm_kernel(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b)
     fill_(out, 0.0);
     return out;
   }
-  dispatch<MatmulKernel>("matmul", a.device(), a, b, out, trans_a, trans_b);
+  dispatch(keys::matmul, a.device(), a, b, out, trans_a, trans_b);
   return out;
 }
 
@@ -51,7 +51,7 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b) {
                        grad_a = trans_a ? gemm_kernel(b, trans_b, gc, true) : gemm_kernel(gc, false, b, !trans_b);
                      if (need_b)
                        grad_b = trans_b ? gemm_kernel(gc, true, a, trans_a) : gemm_kernel(a, !trans_a, gc, false);
-                     return grads{grad_a, grad_b};
+                     return InputGradients{grad_a, grad_b};
                    });
   }
   return out;
@@ -168,7 +168,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                      if (need_x) grad_x = gemm_kernel(g3, false, w3, false).view(x_shape);
                      if (need_w) grad_w = gemm_kernel(g3, true, x3, false).view({w3.shape()[1], w3.shape()[2]});
                      if (need_b) grad_b = sum(g3.view({g3.shape()[1], g3.shape()[2]}), {0});
-                     return grads{grad_x, grad_w, grad_b};
+                     return InputGradients{grad_x, grad_w, grad_b};
                    });
   }
   return out;

@@ -92,8 +92,8 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
     MINIDL_CHECK(count > 1, "batch_norm: training needs more than one value per channel, got input of shape ",
                  shape_str(x.shape()));
     Tensor save_mean = empty({channels}, x.options()), save_invstd = empty({channels}, x.options());
-    dispatch<BatchNormKernel>(relu ? "batch_norm_relu" : "batch_norm", x.device(), x3, g, b, eps, y3, save_mean,
-                              save_invstd);
+    dispatch(relu ? keys::batch_norm_relu : keys::batch_norm, x.device(), x3, g, b, eps, y3, save_mean,
+             save_invstd);
     update_running_stats(running_mean, running_var, save_mean, save_invstd, momentum, eps, count);
     Tensor out = y3.view(x.shape());
     if (relu && needs_grad({x, gamma, beta})) {
@@ -103,10 +103,10 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
            beta_grad](const Tensor& grad) {
             Tensor grad_x = empty(x3.shape(), x3.options());
             Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
-            dispatch<BatchNormReluBackwardKernel>("batch_norm_relu.backward", grad.device(), x3, y3,
-                                                  grad.contiguous().view(x3.shape()), g, save_mean, save_invstd,
-                                                  grad_x, grad_gamma, grad_beta);
-            return grads{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+            dispatch(keys::batch_norm_relu_backward, grad.device(), x3, y3,
+                     grad.contiguous().view(x3.shape()), g, save_mean, save_invstd,
+                     grad_x, grad_gamma, grad_beta);
+            return InputGradients{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     } else if (needs_grad({x, gamma, beta}))
       attach_grad_fn(
@@ -114,10 +114,10 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
           [x3, g, save_mean, save_invstd, shape = x.shape(), gamma_grad, beta_grad](const Tensor& grad) {
             Tensor grad_x = empty(x3.shape(), x3.options());
             Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
-            dispatch<BatchNormBackwardKernel>("batch_norm.backward", grad.device(), x3,
-                                              grad.contiguous().view(x3.shape()), g, save_mean, save_invstd, grad_x,
-                                              grad_gamma, grad_beta);
-            return grads{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+            dispatch(keys::batch_norm_backward, grad.device(), x3,
+                     grad.contiguous().view(x3.shape()), g, save_mean, save_invstd, grad_x,
+                     grad_gamma, grad_beta);
+            return InputGradients{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     return out;
   }
@@ -125,7 +125,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   MINIDL_CHECK(running_mean.defined() && running_var.defined(),
                "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
   const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
-  dispatch<BatchNormInferenceKernel>("batch_norm.inference", x.device(), x3, g, b, mean_c, var_c, eps, y3);
+  dispatch(keys::batch_norm_inference, x.device(), x3, g, b, mean_c, var_c, eps, y3);
   Tensor out = y3.view(x.shape());
   if (needs_grad({x, gamma, beta}))
     // The statistics are cloned: a training step before this backward would update them in place.
@@ -139,7 +139,7 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                      Tensor grad_gamma, grad_beta;
                      if (gamma_grad) grad_gamma = sum(mul(g3, mul(sub(x3, mean_c.view(per_channel)), invstd)), {0, 2});
                      if (beta_grad) grad_beta = sum(g3, {0, 2});
-                     return grads{grad_x, grad_gamma, grad_beta};
+                     return InputGradients{grad_x, grad_gamma, grad_beta};
                    });
   return out;
 }
@@ -167,7 +167,7 @@ Tensor dropout(const Tensor& x, double p, bool training) {
   const uint64_t seed = current_seed();
   const uint64_t offset = reserve_random_offset(static_cast<uint64_t>(x.numel()));
   // While a CUDA graph is captured, the kernel adds the capture's shift to the offset (core/capture.h).
-  dispatch<DropoutMaskKernel>("dropout_mask", x.device(), mask, p, seed, offset, capture_offset_shift(x.device()));
+  dispatch(keys::dropout_mask, x.device(), mask, p, seed, offset, capture_offset_shift(x.device()));
   return mul(x, mask);
 }
 

@@ -60,11 +60,11 @@ void sgd_step(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std
       plain.lr = values[0];
       plain.first_step = values[1] != 0;
       plain.scalars = Tensor();
-      dispatch<SgdStepKernel>("sgd_step", params[0].device(), params, grads, momentum_buffers, plain);
+      dispatch(keys::sgd_step, params[0].device(), params, grads, momentum_buffers, plain);
       return;
     }
   }
-  dispatch<SgdStepKernel>("sgd_step", params[0].device(), params, grads, momentum_buffers, h);
+  dispatch(keys::sgd_step, params[0].device(), params, grads, momentum_buffers, h);
 }
 
 void adam_step(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
@@ -82,11 +82,11 @@ void adam_step(std::vector<Tensor>& params, const std::vector<Tensor>& grads, st
       plain.lr = values[0];
       plain.step = static_cast<int64_t>(values[1]);
       plain.scalars = Tensor();
-      dispatch<AdamStepKernel>("adam_step", params[0].device(), params, grads, m, v, plain);
+      dispatch(keys::adam_step, params[0].device(), params, grads, m, v, plain);
       return;
     }
   }
-  dispatch<AdamStepKernel>("adam_step", params[0].device(), params, grads, m, v, h);
+  dispatch(keys::adam_step, params[0].device(), params, grads, m, v, h);
 }
 
 }  // namespace minidl

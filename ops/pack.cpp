@@ -42,7 +42,7 @@ void pack_(const Tensor& flat, const std::vector<Tensor>& srcs, const std::vecto
     MINIDL_CHECK(ranges[k].first >= ranges[k - 1].second, "pack_: the ranges [", ranges[k - 1].first, ", ",
                  ranges[k - 1].second, ") and [", ranges[k].first, ", ", ranges[k].second, ") overlap");
   Tensor out = flat;
-  dispatch<PackKernel>("pack", flat.device(), parts, offsets, out);
+  dispatch(keys::pack, flat.device(), parts, offsets, out);
 }
 
 }  // namespace minidl

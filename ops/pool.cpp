@@ -36,24 +36,24 @@ Pool2dParams square(int kernel, int stride, int padding) {
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor y = pooled_output("max_pool2d", x, p);
   const Tensor xc = x.detach().contiguous();
-  dispatch<Pool2dKernel>("max_pool2d", x.device(), xc, y, p);
+  dispatch(keys::max_pool2d, x.device(), xc, y, p);
   if (needs_grad({x}))
     attach_grad_fn(y, "MaxPool2dBackward", {x}, [xc, yc = y.detach(), p](const Tensor& g) {
       Tensor grad_x = empty(xc.shape(), xc.options());
-      dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", xc.device(), xc, yc, g.contiguous(), grad_x, p);
-      return grads{grad_x};
+      dispatch(keys::max_pool2d_backward, xc.device(), xc, yc, g.contiguous(), grad_x, p);
+      return InputGradients{grad_x};
     });
   return y;
 }
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor y = pooled_output("avg_pool2d", x, p);
-  dispatch<Pool2dKernel>("avg_pool2d", x.device(), x.detach().contiguous(), y, p);
+  dispatch(keys::avg_pool2d, x.device(), x.detach().contiguous(), y, p);
   if (needs_grad({x}))
     attach_grad_fn(y, "AvgPool2dBackward", {x}, [x_shape = x.shape(), p](const Tensor& g) {
       Tensor grad_x = empty(x_shape, g.options());
-      dispatch<AvgPool2dBackwardKernel>("avg_pool2d.backward", g.device(), g.contiguous(), grad_x, p);
-      return grads{grad_x};
+      dispatch(keys::avg_pool2d_backward, g.device(), g.contiguous(), grad_x, p);
+      return InputGradients{grad_x};
     });
   return y;
 }

@@ -58,11 +58,11 @@ Tensor sum(const Tensor& x, const std::vector<int>& dims, bool keepdim) {
   check_floating("sum", x);
   const ReduceLayout L = layout_for("sum", x, dims);
   Tensor out = empty({L.rows}, x.options());
-  dispatch<RowReduceKernel>("sum", x.device(), as_rows(x, L), out);
+  dispatch(keys::sum, x.device(), as_rows(x, L), out);
   out = out.view(keepdim ? L.keepdim_shape : L.kept_shape);
   if (needs_grad({x}))
     attach_grad_fn(out, "SumBackward", {x}, [L, shape = x.shape()](const Tensor& g) {
-      return grads{g.reshape(L.keepdim_shape).expand(shape)};
+      return InputGradients{g.reshape(L.keepdim_shape).expand(shape)};
     });
   return out;
 }
@@ -79,7 +79,7 @@ Tensor argmax(const Tensor& x, int dim, bool keepdim) {
   const ReduceLayout L = layout_for("argmax", x, {dim});
   Tensor values = empty({L.rows}, x.options());
   Tensor index = empty({L.rows}, TensorOptions(DType::int64, x.device()));
-  dispatch<RowMaxKernel>("max", x.device(), as_rows(x, L), values, index);
+  dispatch(keys::max, x.device(), as_rows(x, L), values, index);
   return index.view(keepdim ? L.keepdim_shape : L.kept_shape);
 }
 

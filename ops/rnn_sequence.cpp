@@ -54,10 +54,12 @@ int64_t check_rnn_params(const char* op, int64_t gates, const Tensor& x, const s
   return H;
 }
 
-// The op: checks, dispatch to `op`'s forward kernel, and the gradient (autograd node `node`) through
-// "<op>.backward".
-Tensor rnn_sequence(const char* op, const char* node, int64_t gates, const Tensor& x,
+// The op: checks, dispatch to the kernels of `key`, and the gradient (autograd node `node`) through the
+// kernels of `backward_key`.
+Tensor rnn_sequence(const KernelKey<RnnSequenceKernel>& key, const KernelKey<RnnSequenceBackwardKernel>& backward_key,
+                    const char* node, int64_t gates, const Tensor& x,
                     const std::vector<Tensor>& params, int num_layers, bool bidirectional) {
+  const char* op = key.name();
   check_floating(op, x);
   check_dim(op, x, 3, "[T, N, input] of input sequences");
   MINIDL_CHECK(x.size(0) > 0 && x.size(1) > 0 && x.size(2) > 0, op, ": empty input ", shape_str(x.shape()));
@@ -74,19 +76,17 @@ Tensor rnn_sequence(const char* op, const char* node, int64_t gates, const Tenso
   Tensor y = empty({T, N, H * (bidirectional ? 2 : 1)}, x.options());
   const bool grad = needs_grad(all);
   RnnSequenceReserve reserve;
-  dispatch<RnnSequenceKernel>(op, x.device(), x_c, params_c, num_layers, bidirectional, grad, y, reserve);
+  dispatch(key, x.device(), x_c, params_c, num_layers, bidirectional, grad, y, reserve);
   if (grad) {
-    const std::string backward_key = str_cat(op, ".backward");
     attach_grad_fn(y, node, all,
-                   [backward_key, x_c, params_c, y_saved = y.detach(), reserve, num_layers,
+                   [&backward_key, x_c, params_c, y_saved = y.detach(), reserve, num_layers,
                     bidirectional](const Tensor& g) {
                      Tensor grad_x = empty(x_c.shape(), x_c.options());
                      std::vector<Tensor> grad_params;
                      for (const Tensor& p : params_c) grad_params.push_back(empty(p.shape(), p.options()));
-                     dispatch<RnnSequenceBackwardKernel>(backward_key, x_c.device(), g.contiguous(), x_c, params_c,
-                                                         num_layers, bidirectional, y_saved, reserve, grad_x,
-                                                         grad_params);
-                     grads out = {grad_x};
+                     dispatch(backward_key, x_c.device(), g.contiguous(), x_c, params_c, num_layers,
+                              bidirectional, y_saved, reserve, grad_x, grad_params);
+                     InputGradients out = {grad_x};
                      out.insert(out.end(), grad_params.begin(), grad_params.end());
                      return out;
                    });
@@ -97,11 +97,11 @@ Tensor rnn_sequence(const char* op, const char* node, int64_t gates, const Tenso
 }  // namespace
 
 Tensor gru_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional) {
-  return rnn_sequence("gru_sequence", "GruSequenceBackward", 3, x, params, num_layers, bidirectional);
+  return rnn_sequence(keys::gru_sequence, keys::gru_sequence_backward, "GruSequenceBackward", 3, x, params, num_layers, bidirectional);
 }
 
 Tensor lstm_sequence(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional) {
-  return rnn_sequence("lstm_sequence", "LstmSequenceBackward", 4, x, params, num_layers, bidirectional);
+  return rnn_sequence(keys::lstm_sequence, keys::lstm_sequence_backward, "LstmSequenceBackward", 4, x, params, num_layers, bidirectional);
 }
 
 }  // namespace minidl

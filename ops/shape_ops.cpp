@@ -20,7 +20,7 @@ namespace {
 // Attaches "the gradient of this view is back(g)" when x needs a gradient.
 template <class Back>
 Tensor with_view_grad(Tensor out, const Tensor& x, const char* name, Back back) {
-  if (needs_grad({x})) attach_grad_fn(out, name, {x}, [back](const Tensor& g) { return grads{back(g)}; });
+  if (needs_grad({x})) attach_grad_fn(out, name, {x}, [back](const Tensor& g) { return InputGradients{back(g)}; });
   return out;
 }
 
@@ -193,7 +193,7 @@ Tensor concat(const std::vector<Tensor>& tensors, int dim) {
     std::vector<int64_t> sizes;
     for (const Tensor& t : tensors) sizes.push_back(t.shape()[d]);
     attach_grad_fn(out, "ConcatBackward", tensors, [d, starts, sizes](const Tensor& g) {
-      grads gs;
+      InputGradients gs;
       for (size_t i = 0; i < starts.size(); ++i) gs.push_back(g.slice(d, starts[i], starts[i] + sizes[i]));
       return gs;
     });
@@ -207,7 +207,7 @@ namespace {
 Tensor gather_grad(const Tensor& g, const Tensor& i3, int64_t n, const Shape& xshape, TensorOptions options) {
   Tensor g3 = g.contiguous().view(i3.shape());
   Tensor gx = empty({i3.shape()[0], n, i3.shape()[2]}, options);
-  dispatch<ScatterAddKernel>("gather.backward", g.device(), g3, i3, gx);
+  dispatch(keys::gather_backward, g.device(), g3, i3, gx);
   return gx.view(xshape);
 }
 }  // namespace
@@ -230,11 +230,11 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index) {
   Tensor x3 = x.detach().contiguous().view({outer, n, inner});
   Tensor i3 = index.contiguous().view({outer, k, inner});
   Tensor out3 = empty({outer, k, inner}, x.options());
-  dispatch<GatherKernel>("gather", x.device(), x3, i3, out3);
+  dispatch(keys::gather, x.device(), x3, i3, out3);
   Tensor out = out3.view(index.shape());
   if (needs_grad({x}))
     attach_grad_fn(out, "GatherBackward", {x}, [i3, n, xshape = x.shape(), o = x.options()](const Tensor& g) {
-      return grads{gather_grad(g, i3, n, xshape, o)};
+      return InputGradients{gather_grad(g, i3, n, xshape, o)};
     });
   return out;
 }
@@ -257,14 +257,14 @@ Tensor index_select(const Tensor& x, int dim, const Tensor& index) {
   Tensor x3 = x.detach().contiguous().view({outer, n, inner});
   Tensor i1 = index.contiguous();
   Tensor out3 = empty({outer, k, inner}, x.options());
-  dispatch<IndexSelectKernel>("index_select", x.device(), x3, i1, out3);
+  dispatch(keys::index_select, x.device(), x3, i1, out3);
   Shape out_shape = x.shape();
   out_shape[d] = k;
   Tensor out = out3.view(out_shape);
   if (is_floating(x.dtype()) && needs_grad({x}))
     attach_grad_fn(out, "IndexSelectBackward", {x}, [i1, outer, n, k, inner, xshape = x.shape(), o = x.options()](const Tensor& g) {
       const Tensor i3 = i1.view({1, k, 1}).expand({outer, k, inner}).contiguous();
-      return grads{gather_grad(g, i3, n, xshape, o)};
+      return InputGradients{gather_grad(g, i3, n, xshape, o)};
     });
   return out;
 }

@@ -53,17 +53,18 @@ Tensor from_rows(const Tensor& rows, const RowLayout& L) {
   return L.dim_is_last ? moved : moved.permute(L.inverse).contiguous();
 }
 
-Tensor softmax_family(const char* key, const char* backward_key, const char* node_name, const Tensor& x, int dim) {
-  check_floating(key, x);
-  const RowLayout L = row_layout(key, x, dim);
+Tensor softmax_family(const KernelKey<SoftmaxKernel>& key, const KernelKey<SoftmaxBackwardKernel>& backward_key,
+                      const char* node_name, const Tensor& x, int dim) {
+  check_floating(key.name(), x);
+  const RowLayout L = row_layout(key.name(), x, dim);
   Tensor y_rows = empty({L.rows, L.cols}, x.options());
-  dispatch<SoftmaxKernel>(key, x.device(), to_rows(x, L), y_rows);
+  dispatch(key, x.device(), to_rows(x, L), y_rows);
   Tensor out = from_rows(y_rows, L);
   if (needs_grad({x}))
-    attach_grad_fn(out, node_name, {x}, [y_rows, L, backward_key](const Tensor& g) {
+    attach_grad_fn(out, node_name, {x}, [y_rows, L, &backward_key](const Tensor& g) {
       Tensor grad_rows = empty(y_rows.shape(), y_rows.options());
-      dispatch<SoftmaxBackwardKernel>(backward_key, g.device(), y_rows, to_rows(g, L), grad_rows);
-      return grads{from_rows(grad_rows, L)};
+      dispatch(backward_key, g.device(), y_rows, to_rows(g, L), grad_rows);
+      return InputGradients{from_rows(grad_rows, L)};
     });
   return out;
 }
@@ -71,11 +72,11 @@ Tensor softmax_family(const char* key, const char* backward_key, const char* nod
 }  // namespace
 
 Tensor softmax(const Tensor& x, int dim) {
-  return softmax_family("softmax", "softmax.backward", "SoftmaxBackward", x, dim);
+  return softmax_family(keys::softmax, keys::softmax_backward, "SoftmaxBackward", x, dim);
 }
 
 Tensor log_softmax(const Tensor& x, int dim) {
-  return softmax_family("log_softmax", "log_softmax.backward", "LogSoftmaxBackward", x, dim);
+  return softmax_family(keys::log_softmax, keys::log_softmax_backward, "LogSoftmaxBackward", x, dim);
 }
 
 }  // namespace minidl

@@ -32,7 +32,9 @@ bool relu_student(const Tensor& x, Tensor& out) {
 // EXERCISE 3b: register relu_student as kernel "student" of key "relu" on the CPU, with a priority that
 // makes it the CPU's default for relu: higher than every other CPU relu kernel's
 // (`build/bin/minidl kernels --op relu` lists them with their priorities). One call:
-//   register_kernel<UnaryKernel>(key, DeviceType::cpu, name, priority, "a one-line description", relu_student);
+//   register_kernel(keys::relu, DeviceType::cpu, name, priority, "a one-line description", relu_student);
+// keys::relu is the key object declared next to UnaryKernel in ops/kernel_signatures.h; priority is a
+// Priority (core/dispatch.h): a named level such as Priority::portable, or one plus an offset.
 void register_student_relu() {
   // EXERCISE: the call (and remove the next line, which only keeps the compiler quiet until then).
   (void)relu_student;

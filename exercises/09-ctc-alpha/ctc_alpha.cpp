@@ -92,8 +92,8 @@ bool ctc_loss_student(const Tensor& log_probs, const Tensor& targets, const Tens
 // Priority -10: serves only when selected (the checker selects it). The backward stage keeps its own kernel
 // (naive), which reads this forward's table: a wrong table gives a wrong gradient too.
 void register_student_ctc() {
-  register_kernel<CtcLossKernel>("ctc_loss", DeviceType::cpu, "student", -10,
-                                 "exercise 9: the alpha recursion per sample, in double", ctc_loss_student);
+  register_kernel(keys::ctc_loss, DeviceType::cpu, "student", Priority::reference - 10,
+                  "exercise 9: the alpha recursion per sample, in double", ctc_loss_student);
 }
 
 }  // namespace minidl

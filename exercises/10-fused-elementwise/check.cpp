@@ -39,10 +39,10 @@ Tensor fused_sigmoid(const Tensor& x) {
   }
   if (needs_grad({x}))
     attach_grad_fn(y, "FusedSigmoidBackward", {x}, [y_saved = y.detach()](const Tensor& g) {
-      if (!g.is_contiguous()) return grads{unfused(g, y_saved)};
+      if (!g.is_contiguous()) return InputGradients{unfused(g, y_saved)};
       Tensor out = empty(g.shape(), g.options());
       dispatch<BinaryKernel>("sigmoid_backward", g.device(), g, y_saved, out);
-      return grads{out};
+      return InputGradients{out};
     });
   return y;
 }

@@ -227,13 +227,21 @@ const KernelInfo* find_kernel(const std::string& key, DeviceType device, const s
   return nullptr;
 }
 
+// The name of key `key`'s object in namespace keys (ops/kernel_signatures.h): "conv2d.backward_input" ->
+// "conv2d_backward_input".
+std::string key_object_name(std::string key) {
+  for (char& c : key)
+    if (c == '.') c = '_';
+  return key;
+}
+
 std::string registered(const std::string& key, DeviceType device, const std::string& registration_function) {
   if (find_kernel(key, device, kStudent)) return "";
   const std::string others = join(testing::kernels_for(key, device), ", ");
   return str_cat("no kernel named \"", kStudent, "\" is registered for key \"", key, "\" on ", device_type_name(device),
                  " (kernels there: ", others, ").\n", registration_function,
-                 " must call register_kernel<...>(\"", key, "\", DeviceType::", device_type_name(device), ", \"",
-                 kStudent, "\", ...)");
+                 " must call register_kernel(keys::", key_object_name(key), ", DeviceType::", device_type_name(device),
+                 ", \"", kStudent, "\", ...)");
 }
 
 Selected::Selected(const std::string& op, DeviceType device, const std::string& name) {

@@ -24,7 +24,7 @@ Tensor student_softplus(const Tensor& x) {
     attach_grad_fn(out, "SoftplusBackward", {x}, [x = x.detach()](const Tensor& g) {
       // EXERCISE 2a: return {dL/dx}, given g = dL/d(out), same shape as x.
       //   d softplus(x) / dx = exp(x) / (1 + exp(x)), which is sigmoid(x).
-      return grads{mul(g, sigmoid(x))};
+      return InputGradients{mul(g, sigmoid(x))};
     });
   return out;
 }
@@ -43,7 +43,7 @@ Tensor student_hypot(const Tensor& a, const Tensor& b) {
       //   d hypot / da = a / hypot(a, b),   d hypot / db = b / hypot(a, b)   (y is hypot(a, b))
       //   Each gradient must have its input's shape: where an input was broadcast, its gradient is the sum
       //   of g's contributions over the broadcast dimensions. sum_to(t, shape) does that sum (ops/ops.h).
-      return grads{sum_to(div(mul(g, a), y), a.shape()), sum_to(div(mul(g, b), y), b.shape())};
+      return InputGradients{sum_to(div(mul(g, a), y), a.shape()), sum_to(div(mul(g, b), y), b.shape())};
     });
   return out;
 }

@@ -25,7 +25,7 @@ Tensor student_softplus(const Tensor& x) {
       // EXERCISE 2a: return {dL/dx}, given g = dL/d(out), same shape as x.
       //   d softplus(x) / dx = exp(x) / (1 + exp(x)), which is sigmoid(x).
       (void)g;
-      return grads{zeros_like(x)};
+      return InputGradients{zeros_like(x)};
     });
   return out;
 }
@@ -46,7 +46,7 @@ Tensor student_hypot(const Tensor& a, const Tensor& b) {
       //   of g's contributions over the broadcast dimensions. sum_to(t, shape) does that sum (ops/ops.h).
       (void)g;
       (void)y;
-      return grads{zeros_like(a), zeros_like(b)};
+      return InputGradients{zeros_like(a), zeros_like(b)};
     });
   return out;
 }

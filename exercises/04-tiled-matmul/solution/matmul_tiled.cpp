@@ -92,9 +92,9 @@ bool matmul_student(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a,
 
 // Priority 2: above naive (0) and ikj (1), below the fast kernels, so it serves only when selected.
 void register_student_matmul() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cpu, "student", 2,
-                                "exercise 4: 4 rows per pass, 128 x 256 tiles of b, one thread (f32, no transposes)",
-                                matmul_student);
+  register_kernel(keys::matmul, DeviceType::cpu, "student", Priority::reference + 2,
+                  "exercise 4: 4 rows per pass, 128 x 256 tiles of b, one thread (f32, no transposes)",
+                  matmul_student);
 }
 
 }  // namespace minidl

@@ -70,8 +70,8 @@ bool matmul_student(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a,
 
 // Priority -10: serves only when selected (the checker selects it).
 void register_student_cuda_matmul() {
-  register_kernel<MatmulKernel>("matmul", DeviceType::cuda, "student", -10,
-                                "exercise 6: 16 x 16 shared-memory tiles (f32, no transposes)", matmul_student);
+  register_kernel(keys::matmul, DeviceType::cuda, "student", Priority::reference - 10,
+                  "exercise 6: 16 x 16 shared-memory tiles (f32, no transposes)", matmul_student);
 }
 
 }  // namespace minidl

@@ -56,7 +56,7 @@ bool conv2d_student(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dPar
     else
       im2col(x.data<double>() + n * g.c * g.h * g.w, g, col.data<double>());
     Tensor y_n = y.select(0, n).view({1, o, positions});  // image n's output, [O, OH*OW], in place in y
-    dispatch<MatmulKernel>("matmul", x.device(), weights, col, y_n, false, false);
+    dispatch(keys::matmul, x.device(), weights, col, y_n, false, false);
   }
   return true;
 }
@@ -68,8 +68,8 @@ void im2col(const double* x, const ConvGeometry& g, double* col) { im2col_loops(
 
 // Priority -10: serves only when selected (the checker selects it).
 void register_student_conv2d() {
-  register_kernel<Conv2dKernel>("conv2d", DeviceType::cpu, "student", -10,
-                                "exercise 7: im2col per image, then the matmul key", conv2d_student);
+  register_kernel(keys::conv2d, DeviceType::cpu, "student", Priority::reference - 10,
+                  "exercise 7: im2col per image, then the matmul key", conv2d_student);
 }
 
 }  // namespace minidl

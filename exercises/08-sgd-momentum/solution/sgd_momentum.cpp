@@ -44,8 +44,8 @@ bool sgd_step_student(std::vector<Tensor>& params, const std::vector<Tensor>& gr
 
 // Priority -10: serves only when selected (the checker selects it).
 void register_student_sgd() {
-  register_kernel<SgdStepKernel>("sgd_step", DeviceType::cpu, "student", -10,
-                                 "exercise 8: one element at a time, in float", sgd_step_student);
+  register_kernel(keys::sgd_step, DeviceType::cpu, "student", Priority::reference - 10,
+                  "exercise 8: one element at a time, in float", sgd_step_student);
 }
 
 }  // namespace minidl
