@@ -12,7 +12,7 @@
 // of one font and one colour per captcha, spaced apart, a sine warp of the whole image, one to three
 // straight strike-through lines across the text, a two-colour gradient background, pixel noise, and in
 // about a third of the images inverted colours (light text on a dark background). See render_lined in
-// examples/data/captcha_gen.cpp.
+// examples/data/captcha_lined.cpp.
 //
 // Everything is a pure function of (seed, index): the n-th captcha of a seed is the same on any machine
 // with the same font, in any thread, in any order. This is what lets background threads render training
