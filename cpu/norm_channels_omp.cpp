@@ -144,24 +144,25 @@ void batch_norm_backward_channels(const T* px, const T* py, const T* pgy, const 
 }
 
 template <bool Relu>
-bool batch_norm_fast(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& save_mean,
-                     Tensor& save_invstd) {
+bool batch_norm_channels_omp(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                             Tensor& save_mean, Tensor& save_invstd) {
   return MINIDL_FLOAT_TYPES(x.dtype(), {
     batch_norm_channels<Relu, T>(x.data<T>(), gamma.data<T>(), beta.data<T>(), eps, y.data<T>(), save_mean.data<T>(),
                            save_invstd.data<T>(), x.shape()[0], x.shape()[1], x.shape()[2]);
   });
 }
 
-bool batch_norm_inference_fast(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
-                               const Tensor& var, double eps, Tensor& y) {
+bool batch_norm_inference_channels_omp(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& mean,
+                                       const Tensor& var, double eps, Tensor& y) {
   return MINIDL_FLOAT_TYPES(x.dtype(), {
     batch_norm_inference_channels<T>(x.data<T>(), gamma.data<T>(), beta.data<T>(), mean.data<T>(), var.data<T>(), eps,
                                      y.data<T>(), x.shape()[0], x.shape()[1], x.shape()[2]);
   });
 }
 
-bool batch_norm_backward_fast(const Tensor& x, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
-                              const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
+bool batch_norm_backward_channels_omp(const Tensor& x, const Tensor& grad_y, const Tensor& gamma,
+                                      const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
+                                      Tensor& grad_gamma, Tensor& grad_beta) {
   return MINIDL_FLOAT_TYPES(x.dtype(), {
     batch_norm_backward_channels<false, T>(x.data<T>(), nullptr, grad_y.data<T>(), gamma.data<T>(),
                                            save_mean.data<T>(), save_invstd.data<T>(), grad_x.data<T>(),
@@ -170,9 +171,9 @@ bool batch_norm_backward_fast(const Tensor& x, const Tensor& grad_y, const Tenso
   });
 }
 
-bool batch_norm_relu_backward_fast(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
-                                   const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x,
-                                   Tensor& grad_gamma, Tensor& grad_beta) {
+bool batch_norm_relu_backward_channels_omp(const Tensor& x, const Tensor& y, const Tensor& grad_y,
+                                           const Tensor& gamma, const Tensor& save_mean, const Tensor& save_invstd,
+                                           Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
   return MINIDL_FLOAT_TYPES(x.dtype(), {
     batch_norm_backward_channels<true, T>(x.data<T>(), y.data<T>(), grad_y.data<T>(), gamma.data<T>(),
                                           save_mean.data<T>(), save_invstd.data<T>(), grad_x.data<T>(),
@@ -186,14 +187,15 @@ bool batch_norm_relu_backward_fast(const Tensor& x, const Tensor& y, const Tenso
 void register_norm_channels_omp_cpu() {
   const char* d = "channels across OpenMP threads, simd plane loops, double statistics, per-channel constants";
   const char* name = "channels_omp";
-  register_kernel(keys::batch_norm, DeviceType::cpu, name, Priority::portable, d, batch_norm_fast<false>);
+  register_kernel(keys::batch_norm, DeviceType::cpu, name, Priority::portable, d, batch_norm_channels_omp<false>);
   register_kernel(keys::batch_norm_inference, DeviceType::cpu, name, Priority::portable, d,
-                  batch_norm_inference_fast);
+                  batch_norm_inference_channels_omp);
   register_kernel(keys::batch_norm_backward, DeviceType::cpu, name, Priority::portable, d,
-                  batch_norm_backward_fast);
-  register_kernel(keys::batch_norm_relu, DeviceType::cpu, name, Priority::portable, d, batch_norm_fast<true>);
+                  batch_norm_backward_channels_omp);
+  register_kernel(keys::batch_norm_relu, DeviceType::cpu, name, Priority::portable, d,
+                  batch_norm_channels_omp<true>);
   register_kernel(keys::batch_norm_relu_backward, DeviceType::cpu, name, Priority::portable, d,
-                  batch_norm_relu_backward_fast);
+                  batch_norm_relu_backward_channels_omp);
 }
 
 }  // namespace minidl

@@ -1,11 +1,10 @@
+// nn/layers.cpp — the standard layers of nn/layers.h: each checks its input's shape and calls its op;
+// Sequential runs its modules in order, with the ReLU fusion pass of nn/fuse_relu.h.
 #include "nn/layers.h"
 
 #include <cmath>
-#include <cstdlib>
-#include <typeinfo>
 
-#include "core/dispatch.h"
-#include "core/settings.h"
+#include "nn/fuse_relu.h"
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -171,63 +170,22 @@ Module& Sequential::operator[](size_t i) const {
   return *children()[i].second;
 }
 
-namespace {
-
-// MINIDL_FUSE_RELU, a switch that is on by default (core/settings.h); a malformed value is an error naming
-// the variable.
-bool fusion_from_environment() { return settings::fuse_relu.read(); }
-
-bool& fusion_flag() {
-  static bool on = fusion_from_environment();
-  return on;
-}
-
-// Exactly a T, not a subclass: a subclass may override forward, which fusing would skip.
-template <class T>
-T* exactly(Module& m) {
-  return typeid(m) == typeid(T) ? static_cast<T*>(&m) : nullptr;
-}
-
-// `layer` then ReLU as one fused call, or an undefined tensor when `layer` has no fused form here (not
-// exactly a Linear, Conv2d, BatchNorm1d or BatchNorm2d; a Linear or Conv2d without a bias; no kernels for
-// the device).
-Tensor forward_then_relu(Module& layer, const Tensor& x) {
-  const DeviceType device = x.device().type;
-  if (Linear* l = exactly<Linear>(layer); l != nullptr && l->bias.defined()) {
-    if (has_fused_kernels("bias_relu", device)) return l->forward_relu(x);
-  } else if (Conv2d* c = exactly<Conv2d>(layer); c != nullptr && c->bias.defined()) {
-    if (has_fused_kernels("bias_relu", device)) return c->forward_relu(x);
-  } else if (exactly<BatchNorm1d>(layer) != nullptr || exactly<BatchNorm2d>(layer) != nullptr) {
-    if (has_fused_kernels("batch_norm_relu", device)) return static_cast<BatchNorm&>(layer).forward_relu(x);
-  }
-  return Tensor();
-}
-
-}  // namespace
-
-bool has_fused_kernels(const std::string& op, DeviceType device) {
-  KernelRegistry& registry = KernelRegistry::instance();
-  return !registry.candidates(op, device).empty() && !registry.candidates(op + ".backward", device).empty();
-}
-
-bool relu_fusion() { return fusion_flag(); }
-void set_relu_fusion(bool on) { fusion_flag() = on; }
-void check_fusion_environment() { fusion_from_environment(); }
-
+// Runs the modules in order; where a module's output goes straight into a ReLU, the ReLU fusion pass
+// (nn/fuse_relu.h) may compute both as one fused op.
 Tensor Sequential::forward(const Tensor& x) {
   const auto& list = children();
-  const bool fuse = relu_fusion();
   Tensor y = x;
   for (size_t i = 0; i < list.size(); ++i) {
-    if (fuse && i + 1 < list.size() && exactly<ReLU>(*list[i + 1].second) != nullptr) {
-      Tensor fused = forward_then_relu(*list[i].second, y);
+    Module& layer = *list[i].second;
+    if (i + 1 < list.size()) {
+      Tensor fused = fused_relu_forward(layer, *list[i + 1].second, y);
       if (fused.defined()) {
         y = fused;
         ++i;  // the ReLU is done
         continue;
       }
     }
-    y = list[i].second->forward(y);
+    y = layer.forward(y);
   }
   return y;
 }

@@ -11,14 +11,9 @@
 //   ReLU, Flatten(start=1, end=-1)  max(x, 0); reshape dims start..end into one
 //   Sequential(m1, m2, ...)         m_k(...m_2(m_1(x))); children named "0", "1", ...
 //
-// Fused ReLU epilogues: inside a Sequential, a layer followed directly by a ReLU runs as the layer's
-// forward_relu when it has one and the device has its kernels:
-//   Linear or Conv2d with a bias: the product without its bias, then bias_relu (ops/ops.h), which adds the
-//     bias and applies the ReLU in one pass (and computes both gradients in one pass);
-//   BatchNorm1d/2d: batch_norm_relu, the normalisation with the ReLU applied as it writes (in training).
-// The values are the same as unfused up to the float rounding of sums in the gradients; the model's
-// modules and parameter names do not change. set_relu_fusion(false), or the environment variable
-// MINIDL_FUSE_RELU=0 at start, turns it off (to compare, or to profile the unfused ops).
+// Sequential runs the ReLU fusion pass (nn/fuse_relu.h): a Linear or Conv2d with a bias, or a BatchNorm,
+// followed directly by a ReLU runs as one fused op (the layer's forward_relu) where the device has its
+// kernels. MINIDL_FUSE_RELU=0 or set_relu_fusion(false) turns it off.
 //
 // A model in a few lines:
 //   Sequential net(Conv2d(1, 32, 3), ReLU(), MaxPool2d(2), Flatten(), Linear(32 * 13 * 13, 10));
@@ -33,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "nn/fuse_relu.h"  // the pass Sequential runs, and its switch (set_relu_fusion)
 #include "nn/module.h"
 #include "ops/kernel_signatures.h"
 
@@ -147,16 +143,6 @@ class Flatten : public Module {
 
   int start_dim, end_dim;
 };
-
-// Whether Sequential fuses a layer with the ReLU after it (see the top of this file).
-bool relu_fusion();
-// Whether `device` has kernels for both stages of the fused op `op` ("bias_relu", "batch_norm_relu":
-// the key and its ".backward"). Sequential runs a layer and its ReLU apart on a device without them.
-bool has_fused_kernels(const std::string& op, DeviceType device);
-void set_relu_fusion(bool on);
-// Throws an Error when MINIDL_FUSE_RELU is set to anything but 0 or 1 (programs call it at start, with
-// check_environment, so that a typo fails before any work).
-void check_fusion_environment();
 
 class Sequential : public Module {
  public:

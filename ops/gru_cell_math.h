@@ -1,5 +1,5 @@
 // ops/gru_cell_math.h — the per-element math of the fused GRU step, written once for the fast CPU kernel
-// (cpu/gru_fast.cpp) and the CUDA kernel (cuda/gru_cell.cu), so the two cannot drift. The naive CPU
+// (cpu/gru_rows_omp.cpp) and the CUDA kernel (cuda/gru_cell.cu), so the two cannot drift. The naive CPU
 // kernel (cpu/gru_naive.cpp) spells the same formulas out on its own, in double: it is the oracle.
 //
 // Element j of row n: the three gate pre-activations come from columns j, H + j, 2H + j of gi and gh.

@@ -416,7 +416,6 @@ struct RnnSequenceReserve {
   std::string kernel;
   Tensor data;
 };
-using GruSequenceReserve = RnnSequenceReserve;
 // Keys "gru_sequence", "lstm_sequence": y from x and params (the equations above).
 using RnnSequenceKernel = bool(const Tensor& x, const std::vector<Tensor>& params, int num_layers, bool bidirectional,
                                bool keep_reserve, Tensor& y, RnnSequenceReserve& reserve);
@@ -424,7 +423,6 @@ namespace keys {
 inline const KernelKey<RnnSequenceKernel> gru_sequence{"gru_sequence"};
 inline const KernelKey<RnnSequenceKernel> lstm_sequence{"lstm_sequence"};
 }  // namespace keys
-using GruSequenceKernel = RnnSequenceKernel;
 using LstmSequenceKernel = RnnSequenceKernel;
 // Keys "gru_sequence.backward", "lstm_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y,
 // the forward's reserve), grad_x [T, N, I] and grad_params (one per parameter, same shapes), overwritten
@@ -449,7 +447,6 @@ namespace keys {
 inline const KernelKey<RnnSequenceBackwardKernel> gru_sequence_backward{"gru_sequence.backward"};
 inline const KernelKey<RnnSequenceBackwardKernel> lstm_sequence_backward{"lstm_sequence.backward"};
 }  // namespace keys
-using GruSequenceBackwardKernel = RnnSequenceBackwardKernel;
 using LstmSequenceBackwardKernel = RnnSequenceBackwardKernel;
 
 }  // namespace minidl

@@ -1,5 +1,5 @@
 // ops/lstm_cell_math.h — the per-element math of the fused LSTM step, written once for the fast CPU
-// kernel (cpu/lstm_fast.cpp) and the CUDA kernel (cuda/lstm_cell.cu), so the two cannot drift. The naive
+// kernel (cpu/lstm_rows_omp.cpp) and the CUDA kernel (cuda/lstm_cell.cu), so the two cannot drift. The naive
 // CPU kernel (cpu/lstm_naive.cpp) spells the same formulas out on its own, in double: it is the oracle.
 //
 // Element j of row n: the four gate pre-activations are a_k = gi[k H + j] + gh[k H + j], k = i, f, g, o.

@@ -1,9 +1,10 @@
 // tests/test_bias_relu.cpp — the fused bias + ReLU: every kernel on every device against the naive CPU
 // reference (forward and backward, both layouts, float32 and float64, sizes large enough for the threaded
 // CPU paths and the GPU's chunked sums), the op against the same layer written with add and relu (values
-// and gradients), a float64 gradcheck, its errors, and Sequential's fusion (with batch_norm_relu, tested
-// with the norm ops): which pairs it fuses, and that the model computes the same outputs and gradients
-// either way, on the CPU and on a GPU. The GPU cases ([cuda]) return after a warning when no GPU is usable.
+// and gradients), a float64 gradcheck, its errors, and the ReLU fusion pass of Sequential (nn/fuse_relu.h,
+// with batch_norm_relu, tested with the norm ops): which pairs it fuses, and that the model computes the
+// same outputs and gradients either way, on the CPU and on a GPU. The GPU cases ([cuda]) return after a
+// warning when no GPU is usable.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "core/autograd.h"
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "nn/fuse_relu.h"
 #include "nn/layers.h"
 #include "tests/test_util.h"
 
@@ -50,12 +52,12 @@ Result run(const Tensor& y, const Tensor& b, const Tensor& w, Device d, int dim)
 }  // namespace
 
 TEST_CASE("bias_relu and batch_norm_relu have kernels for both stages on every device", "[elementwise][nn]") {
-  // Sequential fuses on a device only where both stages have a kernel (nn/layers.h); the CPU and the
+  // Sequential fuses on a device only where both stages have a kernel (nn/fuse_relu.h); the CPU and the
   // CUDA backend both have them, so a model fuses on either.
   for (const Device d : test_devices()) {
     INFO("device " << d.str());
-    CHECK(has_fused_kernels("bias_relu", d.type));
-    CHECK(has_fused_kernels("batch_norm_relu", d.type));
+    CHECK(has_fused_kernels(keys::bias_relu, keys::bias_relu_backward, d.type));
+    CHECK(has_fused_kernels(keys::batch_norm_relu, keys::batch_norm_relu_backward, d.type));
   }
 }
 
@@ -249,6 +251,60 @@ TEST_CASE("Sequential fuses a biased Linear or Conv2d, or a BatchNorm, with the 
   // forward_relu needs a bias.
   CHECK_THROWS_WITH(dynamic_cast<Conv2d&>(net[2]).forward_relu(uniform({1, 3, 4, 4}, -1, 1, DType::float32)),
                     Catch::Contains("forward_relu needs a bias"));
+}
+
+TEST_CASE("fused_relu_forward: relu(layer(x)) for the pairs the pass fuses, undefined for the others", "[nn]") {
+  // The pass's own entry point (nn/fuse_relu.h), pair by pair, on the CPU (which has both fused kernels).
+  // Counting kernels that decline, selected first, see every fused call; the real kernels serve it.
+  manual_seed(47);
+  ScopedKernel<BiasReluKernel> counter("bias_relu", DeviceType::cpu, "counter", counting_bias_relu);
+  ScopedKernel<BatchNormKernel> bn_counter("batch_norm_relu", DeviceType::cpu, "counter", counting_batch_norm_relu);
+  select_kernel("bias_relu", DeviceType::cpu, "counter");
+  select_kernel("batch_norm_relu", DeviceType::cpu, "counter");
+  counted_calls = 0;
+  counted_bn_calls = 0;
+
+  const Tensor x = uniform({5, 4}, -1, 1, DType::float32);
+  ReLU relu_module;
+  Linear linear(4, 3);
+  const Tensor fused_linear = fused_relu_forward(linear, relu_module, x);
+  REQUIRE(fused_linear.defined());
+  CHECK(counted_calls == 1);
+  CHECK(compare(fused_linear, relu(linear.forward(x)), 1e-6, 1e-7) == "");
+
+  Conv2d conv(2, 3, 3);
+  const Tensor image = uniform({2, 2, 5, 5}, -1, 1, DType::float32);
+  const Tensor fused_conv = fused_relu_forward(conv, relu_module, image);
+  REQUIRE(fused_conv.defined());
+  CHECK(counted_calls == 2);
+  CHECK(compare(fused_conv, relu(conv.forward(image)), 1e-6, 1e-7) == "");
+
+  BatchNorm1d norm(4);
+  const Tensor fused_norm = fused_relu_forward(norm, relu_module, x);
+  REQUIRE(fused_norm.defined());
+  CHECK(counted_bn_calls == 1);
+  CHECK(compare(fused_norm, relu(norm.forward(x)), 1e-6, 1e-7) == "");
+
+  // Not fused: a layer without a bias, a layer with no fused form, a next module that is not exactly a ReLU.
+  counted_calls = 0;
+  Linear no_bias(4, 3, /*bias=*/false);
+  CHECK_FALSE(fused_relu_forward(no_bias, relu_module, x).defined());
+  Dropout dropout(0.5);
+  CHECK_FALSE(fused_relu_forward(dropout, relu_module, x).defined());
+  Flatten flatten;
+  CHECK_FALSE(fused_relu_forward(linear, flatten, x).defined());
+  struct NotQuiteReLU : ReLU {};
+  NotQuiteReLU relu_subclass;
+  CHECK_FALSE(fused_relu_forward(linear, relu_subclass, x).defined());
+  CHECK(counted_calls == 0);
+
+  // The switch: off, nothing fuses.
+  set_relu_fusion(false);
+  CHECK_FALSE(relu_fusion());
+  CHECK_FALSE(fused_relu_forward(linear, relu_module, x).defined());
+  set_relu_fusion(true);
+  CHECK(fused_relu_forward(linear, relu_module, x).defined());
+  CHECK(counted_calls == 1);
 }
 
 // ------------------------------------------------------------------------------------------ GPU

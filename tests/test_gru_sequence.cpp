@@ -157,26 +157,25 @@ TEST_CASE("gru_sequence: a backward kernel declines a reserve it did not write",
   for (const Tensor& p : params) p_c.push_back(p.detach());
   const Tensor x = uniform({3, 2, 2}, -1, 1, DType::float32);
   Tensor y = empty({3, 2, 2});
-  GruSequenceReserve reserve;
-  dispatch<GruSequenceKernel>("gru_sequence", Device::cpu(), x, p_c, 1, false, true, y, reserve);
+  RnnSequenceReserve reserve;
+  dispatch(keys::gru_sequence, Device::cpu(), x, p_c, 1, false, true, y, reserve);
   CHECK(reserve.kernel == "naive");
   REQUIRE(reserve.data.defined());
 
   Tensor grad_x = empty(x.shape());
   std::vector<Tensor> grad_p;
   for (const Tensor& p : p_c) grad_p.push_back(empty(p.shape()));
-  GruSequenceReserve foreign = reserve;
+  RnnSequenceReserve foreign = reserve;
   foreign.kernel = "cudnn";
-  CHECK_THROWS_WITH(dispatch<GruSequenceBackwardKernel>("gru_sequence.backward", Device::cpu(), ones(y.shape()), x, p_c,
-                                                        1, false, y, foreign, grad_x, grad_p),
+  CHECK_THROWS_WITH(dispatch(keys::gru_sequence_backward, Device::cpu(), ones(y.shape()), x, p_c, 1, false, y, foreign,
+                             grad_x, grad_p),
                     Catch::Contains("declined"));
-  dispatch<GruSequenceBackwardKernel>("gru_sequence.backward", Device::cpu(), ones(y.shape()), x, p_c, 1, false, y,
-                                      reserve, grad_x, grad_p);
+  dispatch(keys::gru_sequence_backward, Device::cpu(), ones(y.shape()), x, p_c, 1, false, y, reserve, grad_x, grad_p);
   CHECK(last_kernel("gru_sequence.backward", DeviceType::cpu) == "naive");
 
   // No gradient wanted: the forward need not keep a reserve.
-  GruSequenceReserve none;
-  dispatch<GruSequenceKernel>("gru_sequence", Device::cpu(), x, p_c, 1, false, false, y, none);
+  RnnSequenceReserve none;
+  dispatch(keys::gru_sequence, Device::cpu(), x, p_c, 1, false, false, y, none);
   CHECK_FALSE(none.data.defined());
 }
 

@@ -6,17 +6,18 @@
 
 #include "core/numerics.h"
 #include "core/settings.h"
-#include "nn/layers.h"
+#include "nn/fuse_relu.h"
+#include "ops/kernel_signatures.h"
 
 namespace minidl {
 
 namespace {
 
 // The device types with kernels for both stages of a fused op, as "cpu" or "cpu, cuda"; "none" if none.
-std::string devices_with(const std::string& op) {
+std::string devices_with(const KernelKeyBase& forward, const KernelKeyBase& backward) {
   std::string out;
   for (const DeviceType type : {DeviceType::cpu, DeviceType::cuda}) {
-    if (!has_fused_kernels(op, type)) continue;
+    if (!has_fused_kernels(forward, backward, type)) continue;
     out += (out.empty() ? "" : ", ") + std::string(device_type_name(type));
   }
   return out.empty() ? "none" : out;
@@ -28,7 +29,8 @@ std::string effect(const Setting& s) {
   if (&s == &settings::fuse_relu) {
     if (!relu_fusion()) return "off: layers and ReLUs run as separate ops";
     return "on: a Linear or Conv2d with a bias, or a BatchNorm, followed by a ReLU runs fused (bias_relu: " +
-           devices_with("bias_relu") + "; batch_norm_relu: " + devices_with("batch_norm_relu") +
+           devices_with(keys::bias_relu, keys::bias_relu_backward) +
+           "; batch_norm_relu: " + devices_with(keys::batch_norm_relu, keys::batch_norm_relu_backward) +
            "; other devices unfused)";
   }
   if (&s == &settings::check_numerics)
