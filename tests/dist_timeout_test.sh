@@ -88,8 +88,13 @@ for r in 1 0; do
   other=$((1 - r))
   grep -q "minidl dist: rank $other of 2 (host [^)]*) waited 5 s (MINIDL_DIST_TIMEOUT) in collective #[0-9]* ([a-z_]*); silent rank(s), no answer within 5 s: $r (host [^)]*)\. Stopping the job (exit status 5)\." "$log" ||
     fail "rank $r stopped with SIGSTOP: no message from rank $other naming rank $r as silent"
-  # Gone, or a zombie (dead; mpirun, its parent, has exited and a container's init may not reap it).
-  state=$(ps -o stat= -p "$stopped")
+  # Gone, or a zombie (dead; mpirun, its parent, has exited and a container's init may not reap it). A
+  # killed process may still be running its exit for a moment on a busy machine: give it 10 s to finish.
+  for _ in $(seq 50); do
+    state=$(ps -o stat= -p "$stopped")
+    [ -z "$state" ] || [ "${state#Z}" != "$state" ] && break
+    sleep 0.2
+  done
   [ -z "$state" ] || [ "${state#Z}" != "$state" ] || fail "the stopped rank $r (pid $stopped, state $state) outlived the job"
   stopped=""
   echo "OK: rank $r stopped with SIGSTOP: rank $other named it and the job ended with status 5 after $took s"
