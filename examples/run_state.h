@@ -1,6 +1,8 @@
 // examples/run_state.h — what both training programs (mnist train, captcha train) share to stop a run
 // and continue it exactly: --save after every epoch and every --save-every N steps, --resume FILE,
-// --stop-after-epochs N and --stop-after-steps N, and Ctrl-C.
+// --stop-after-epochs N and --stop-after-steps N, and Ctrl-C. Implemented in examples/run_state.cpp (what
+// a save holds, --resume, data fingerprints, the flags) and examples/run_control.cpp (RunControl: the
+// signal handler, when to save and stop, and the command that resumes).
 //
 // Where a run is: (epoch, epoch_step, step) = epochs finished, steps of the next epoch done (0 at an
 // epoch's end), optimizer steps of the whole run. A resumable checkpoint holds, next to the model and the

@@ -24,7 +24,7 @@ struct Command {
   std::function<int()> run;
 };
 Command add_gen_command(CLI::App& parent);      // examples/captcha/gen.cpp
-Command add_train_command(CLI::App& parent);    // examples/captcha/train.cpp
+Command add_train_command(CLI::App& parent);    // examples/captcha/train_flags.cpp (run: train.cpp)
 Command add_eval_command(CLI::App& parent);     // examples/captcha/eval.cpp
 Command add_predict_command(CLI::App& parent);  // examples/captcha/eval.cpp
 Command add_bench_command(CLI::App& parent);    // examples/captcha/bench.cpp

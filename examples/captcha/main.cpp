@@ -2,7 +2,8 @@
 // CNN + bidirectional GRU (or LSTM) + CTC recognizer (docs/captcha.md).
 //
 //   captcha gen --out DIR --count N ...            examples/captcha/gen.cpp
-//   captcha train [--device D] [--steps N] ...      examples/captcha/train.cpp
+//   captcha train [--device D] [--steps N] ...      examples/captcha/train.cpp (flags: train_flags.cpp,
+//                                                   data: train_data.cpp)
 //   captcha eval --model FILE [--data DIR] ...      examples/captcha/eval.cpp
 //   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
 //   captcha bench [--device D] [--batch N] ...      examples/captcha/bench.cpp (training-step timing)

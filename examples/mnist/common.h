@@ -1,5 +1,5 @@
-// examples/mnist/common.h — what the mnist subcommands share: their entry points and flags, the device
-// choice, the running loss and accuracy of an epoch, evaluation, and loading a saved model.
+// examples/mnist/common.h — what the mnist subcommands share: their entry points and flags, train's data,
+// the device choice, the running loss and accuracy of an epoch, evaluation, and loading a saved model.
 #pragma once
 #include <CLI/CLI.hpp>
 
@@ -46,7 +46,7 @@ struct TrainFlags {
 };
 
 // --recipe fast: fills in the recipe's settings where their flags were not given, and says which.
-void apply_recipe(TrainFlags& f, const CLI::App& train_cmd);  // examples/mnist/train.cpp
+void apply_recipe(TrainFlags& f, const CLI::App& train_cmd);  // examples/mnist/recipe.cpp
 int train(const TrainFlags& f);                                 // examples/mnist/train.cpp
 int eval(const std::string& model_path, const std::string& data, const std::string& device_flag,
          const std::vector<std::string>& kernels, bool deterministic);  // examples/mnist/eval.cpp
@@ -74,8 +74,6 @@ TrainingData load_training_data(const TrainFlags& f);
 
 // "auto": the GPU when this build has CUDA and a GPU is usable, else the CPU; says which and why.
 minidl::Device choose_device(const std::string& flag);
-
-// ------------------------------------------------------------------ running loss and accuracy
 
 // ------------------------------------------------------------------ running loss and accuracy
 

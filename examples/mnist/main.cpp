@@ -15,8 +15,9 @@
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
 //
 // One file per subcommand: examples/mnist/train.cpp (what each train flag does), data.cpp (train's data),
-// eval.cpp, predict.cpp, bench.cpp; what they share is in common.h and common.cpp; the model is in
-// model.h and one training step in train_step.h. This file holds the command line and dispatches.
+// recipe.cpp (train's --recipe fast), eval.cpp, predict.cpp, bench.cpp; what they share is in common.h and
+// common.cpp; the model is in model.h and one training step in train_step.h. This file holds the command
+// line and dispatches.
 // Errors print "mnist: <message>" and exit with status 1 (2 for bad flags and for an output that names an
 // input, 3 when training diverged, 4 when --target-accuracy was not reached).
 #include <CLI/CLI.hpp>

@@ -25,8 +25,9 @@
 // ("seconds_since_start") and the last line; --target-accuracy A stops after the first evaluation whose
 // accuracy reaches A (a fraction, e.g. 0.99), and exits with 4 if no epoch reached it.
 // --recipe fast: a short run tuned for time to 99% (docs/results/README.md, "The fast MNIST recipe"); its
-// settings (--model mnist_cnn_bn, --epochs, --batch, --lr) apply where the flag is not given. The time to
-// accuracy counts from the model's creation; the device is initialised before it (CUDA context, cuBLAS).
+// settings (--model mnist_cnn_bn, --epochs, --batch, --lr) apply where the flag is not given
+// (examples/mnist/recipe.cpp, before `train` runs). The time to accuracy counts from the model's
+// creation; the device is initialised before it (CUDA context, cuBLAS).
 // --model picks the CNN: mnist_cnn (the default) or mnist_cnn_bn (examples/mnist/model.h).
 // Stopping and going on (examples/run_state.h): --save writes the model with Adam's state, the position
 // (epoch, step within it, step of the run), the random stream's position and the run's settings after
@@ -49,7 +50,7 @@
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
 // over the ranks (dist/data_parallel.h); only rank 0 prints, writes --metrics, checks the --save path and
 // saves. A NaN or infinite loss on any rank stops every rank together (examples/train_guard.h), and so
-// does Ctrl-C on any rank.#include <algorithm>
+// does Ctrl-C on any rank.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -80,52 +81,6 @@
 using namespace minidl;
 
 namespace mnist {
-namespace {
-
-// --recipe fast: the settings of a short run tuned for time to 99% test accuracy on a GPU (measured over
-// 10 seeds: docs/results/README.md, "The fast MNIST recipe"): the batch-norm CNN, two epochs, and on a GPU
-// minidl's implicit-GEMM convolutions instead of cuDNN's (the same step time for this small model, and no
-// cuDNN to load: a fifth of a second). The schedule (one-cycle) and the data (resident on the GPU) are the
-// defaults; flags given on the command line win over the recipe.
-struct Recipe {
-  int epochs;
-  int64_t batch;
-  double lr;
-  const char* model;
-  const char* gpu_conv_kernel;  // selected for conv2d on a GPU unless a --kernel conv2d=... is given
-};
-constexpr Recipe kFastRecipe = {2, 256, 8e-3, mnist::kFastModelName, "implicit_gemm"};
-
-}  // namespace
-
-void apply_recipe(TrainFlags& f, const CLI::App& train_cmd) {
-  if (f.recipe != "fast") return;
-  std::string applied;
-  if (train_cmd.count("--epochs") == 0) {
-    f.epochs = kFastRecipe.epochs;
-    applied += str_cat(" --epochs ", f.epochs);
-  }
-  if (train_cmd.count("--batch") == 0) {
-    f.batch = kFastRecipe.batch;
-    applied += str_cat(" --batch ", f.batch);
-  }
-  if (train_cmd.count("--lr") == 0) {
-    f.lr = kFastRecipe.lr;
-    applied += str_cat(" --lr ", f.lr);
-  }
-  if (train_cmd.count("--model") == 0) {
-    f.model = kFastRecipe.model;
-    applied += str_cat(" --model ", f.model);
-  }
-  const bool conv_selected = std::any_of(f.kernels.begin(), f.kernels.end(),
-                                         [](const std::string& k) { return k.rfind("conv2d", 0) == 0; });
-  if (!conv_selected) {
-    f.recipe_gpu_conv = kFastRecipe.gpu_conv_kernel;
-    applied += str_cat(" (on a GPU: --kernel conv2d=", f.recipe_gpu_conv, ")");
-  }
-  std::printf("mnist: --recipe fast:%s\n", applied.empty() ? " nothing (every setting given as a flag)" : applied.c_str());
-}
-
 namespace {
 
 // The number of optimizer steps is known once the data is loaded; a schedule that cannot work with it is
