@@ -63,12 +63,12 @@ void unary_loop(const Tensor& x, Tensor& out, F f) {
 }
 
 template <class F>
-bool unary_fast(const Tensor& x, Tensor& out) {
+bool unary_vectorized(const Tensor& x, Tensor& out) {
   return MINIDL_FLOAT_TYPES(out.dtype(), { unary_loop<F, T>(x, out, F()); });
 }
 
 template <class F>
-bool unary_scalar_fast(const Tensor& x, double s, Tensor& out) {
+bool unary_scalar_vectorized(const Tensor& x, double s, Tensor& out) {
   return MINIDL_FLOAT_TYPES(out.dtype(), {
     const T scalar = static_cast<T>(s);
     auto f = [scalar](T v) { return F()(v, scalar); };
@@ -110,7 +110,7 @@ void binary_loop(const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 template <class F>
-bool binary_fast(const Tensor& a, const Tensor& b, Tensor& out) {
+bool binary_vectorized(const Tensor& a, const Tensor& b, Tensor& out) {
   return MINIDL_FLOAT_TYPES(out.dtype(), { binary_loop<F, T>(a, b, out); });
 }
 
@@ -119,21 +119,21 @@ bool binary_fast(const Tensor& a, const Tensor& b, Tensor& out) {
 void register_elementwise_vectorized_cpu() {
   const char* d = "vectorisable loops, OpenMP threads above 32k elements, strided inputs row by row";
   const char* name = "vectorized";
-  register_kernel(keys::neg, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Neg>);
-  register_kernel(keys::exp, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Exp>);
-  register_kernel(keys::log, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Log>);
-  register_kernel(keys::sqrt, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Sqrt>);
-  register_kernel(keys::relu, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Relu>);
-  register_kernel(keys::sigmoid, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Sigmoid>);
-  register_kernel(keys::tanh, DeviceType::cpu, name, Priority::portable, d, unary_fast<fn::Tanh>);
-  register_kernel(keys::add_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_fast<fn::AddScalar>);
-  register_kernel(keys::mul_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_fast<fn::MulScalar>);
-  register_kernel(keys::pow_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_fast<fn::PowScalar>);
-  register_kernel(keys::add, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Add>);
-  register_kernel(keys::sub, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Sub>);
-  register_kernel(keys::mul, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Mul>);
-  register_kernel(keys::div, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::Div>);
-  register_kernel(keys::relu_backward, DeviceType::cpu, name, Priority::portable, d, binary_fast<fn::ReluBackward>);
+  register_kernel(keys::neg, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Neg>);
+  register_kernel(keys::exp, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Exp>);
+  register_kernel(keys::log, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Log>);
+  register_kernel(keys::sqrt, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Sqrt>);
+  register_kernel(keys::relu, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Relu>);
+  register_kernel(keys::sigmoid, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Sigmoid>);
+  register_kernel(keys::tanh, DeviceType::cpu, name, Priority::portable, d, unary_vectorized<fn::Tanh>);
+  register_kernel(keys::add_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_vectorized<fn::AddScalar>);
+  register_kernel(keys::mul_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_vectorized<fn::MulScalar>);
+  register_kernel(keys::pow_scalar, DeviceType::cpu, name, Priority::portable, d, unary_scalar_vectorized<fn::PowScalar>);
+  register_kernel(keys::add, DeviceType::cpu, name, Priority::portable, d, binary_vectorized<fn::Add>);
+  register_kernel(keys::sub, DeviceType::cpu, name, Priority::portable, d, binary_vectorized<fn::Sub>);
+  register_kernel(keys::mul, DeviceType::cpu, name, Priority::portable, d, binary_vectorized<fn::Mul>);
+  register_kernel(keys::div, DeviceType::cpu, name, Priority::portable, d, binary_vectorized<fn::Div>);
+  register_kernel(keys::relu_backward, DeviceType::cpu, name, Priority::portable, d, binary_vectorized<fn::ReluBackward>);
 }
 
 }  // namespace minidl

@@ -63,7 +63,7 @@ void gru_cell_backward_rows(const T* g, const T* h, const T* gates, T* grad_gi, 
   }
 }
 
-bool gru_cell_fast(const Tensor& gi, const Tensor& gh, const Tensor& h, Tensor& h_new, Tensor& gates) {
+bool gru_cell_rows_omp(const Tensor& gi, const Tensor& gh, const Tensor& h, Tensor& h_new, Tensor& gates) {
   const int64_t N = h.shape()[0], H = h.shape()[1];
   return MINIDL_FLOAT_TYPES(h.dtype(), {
     gru_cell_rows<T>(gi.data<T>(), gh.data<T>(), h.data<T>(), h_new.data<T>(), gates.data<T>(), N, H);
@@ -83,7 +83,7 @@ bool gru_cell_backward_fast(const Tensor& grad_h_new, const Tensor& h, const Ten
 
 void register_gru_rows_omp_cpu() {
   const char* d = "T arithmetic through ops/gru_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
-  register_kernel(keys::gru_cell, DeviceType::cpu, "rows_omp", Priority::portable, d, gru_cell_fast);
+  register_kernel(keys::gru_cell, DeviceType::cpu, "rows_omp", Priority::portable, d, gru_cell_rows_omp);
   register_kernel(keys::gru_cell_backward, DeviceType::cpu, "rows_omp", Priority::portable, d,
                   gru_cell_backward_fast);
 }

@@ -56,7 +56,7 @@ void lstm_cell_backward_rows(const T* dh, const T* dc_out, const T* c, const T* 
   }
 }
 
-bool lstm_cell_fast(const Tensor& gi, const Tensor& gh, const Tensor& c, Tensor& h_new, Tensor& c_new,
+bool lstm_cell_rows_omp(const Tensor& gi, const Tensor& gh, const Tensor& c, Tensor& h_new, Tensor& c_new,
                     Tensor& gates) {
   const int64_t N = c.shape()[0], H = c.shape()[1];
   return MINIDL_FLOAT_TYPES(c.dtype(), {
@@ -78,7 +78,7 @@ bool lstm_cell_backward_fast(const Tensor& grad_h_new, const Tensor& grad_c_new,
 
 void register_lstm_rows_omp_cpu() {
   const char* d = "T arithmetic through ops/lstm_cell_math.h, vectorisable unit loops, OpenMP over rows above 16k";
-  register_kernel(keys::lstm_cell, DeviceType::cpu, "rows_omp", Priority::portable, d, lstm_cell_fast);
+  register_kernel(keys::lstm_cell, DeviceType::cpu, "rows_omp", Priority::portable, d, lstm_cell_rows_omp);
   register_kernel(keys::lstm_cell_backward, DeviceType::cpu, "rows_omp", Priority::portable, d,
                   lstm_cell_backward_fast);
 }

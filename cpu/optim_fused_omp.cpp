@@ -47,7 +47,7 @@ void sgd_tensor(float* p, const float* g, float* b, int64_t n, const SgdParams& 
   }
 }
 
-bool sgd_step_fast(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& momentum_buffers,
+bool sgd_step_fused_omp(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& momentum_buffers,
                    const SgdParams& h) {
   for (size_t k = 0; k < params.size(); ++k)
     sgd_tensor(params[k].data<float>(), grads[k].data<float>(),
@@ -57,7 +57,7 @@ bool sgd_step_fast(std::vector<Tensor>& params, const std::vector<Tensor>& grads
 
 // p -= step_size * m / (sqrt(v) * inv_sqrt_c2 + eps),  step_size = lr / c1: the reference's
 // lr * (m / c1) / (sqrt(v / c2) + eps) with the corrections moved out of the loop.
-bool adam_step_fast(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
+bool adam_step_fused_omp(std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& m,
                     std::vector<Tensor>& v, const AdamParams& h) {
   const double c1 = 1 - std::pow(h.beta1, static_cast<double>(h.step));
   const double c2 = 1 - std::pow(h.beta2, static_cast<double>(h.step));
@@ -90,8 +90,8 @@ bool adam_step_fast(std::vector<Tensor>& params, const std::vector<Tensor>& grad
 
 void register_optim_fused_omp_cpu() {
   const char* d = "float math with hoisted constants, one vectorisable loop per case, OpenMP above 32k elements";
-  register_kernel(keys::sgd_step, DeviceType::cpu, "fused_omp", Priority::portable, d, sgd_step_fast);
-  register_kernel(keys::adam_step, DeviceType::cpu, "fused_omp", Priority::portable, d, adam_step_fast);
+  register_kernel(keys::sgd_step, DeviceType::cpu, "fused_omp", Priority::portable, d, sgd_step_fused_omp);
+  register_kernel(keys::adam_step, DeviceType::cpu, "fused_omp", Priority::portable, d, adam_step_fused_omp);
 }
 
 }  // namespace minidl

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   }
   try {
     minidl::check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
-    minidl::check_fusion_environment();  // MINIDL_FUSE_RELU (nn/layers.h)
+    minidl::check_fusion_environment();  // MINIDL_FUSE_RELU (nn/fuse_relu.h)
     for (const captcha::Command& c : commands)
       if (*c.app) return c.run();
   } catch (const minidl::OutputIsInputError& e) {

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
 
   try {
     check_environment();  // MINIDL_CUDA_MEMORY_LIMIT, MINIDL_CHECK_NUMERICS: a typo fails before any work
-    check_fusion_environment();  // MINIDL_FUSE_RELU (nn/layers.h)
+    check_fusion_environment();  // MINIDL_FUSE_RELU (nn/fuse_relu.h)
     if (*train_cmd) {
       mnist::apply_recipe(tf, *train_cmd);
       return mnist::train(tf);
