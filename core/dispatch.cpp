@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "core/backend.h"
+#include "core/did_you_mean.h"
 #include "core/settings.h"
 
 namespace minidl {
@@ -118,6 +119,11 @@ void KernelRegistry::add(KernelInfo info) {
     // Typed keys make a mismatch a compile error; this catches two key objects of one name.
     MINIDL_CHECK(k->key != info.key || k->signature == info.signature, "dispatch: kernel '", info.name, "' of '",
                  info.key, "' has another signature than kernel '", k->name, "' of the same key");
+    // Equal priorities would leave the order to registration order: each kernel states its place.
+    MINIDL_CHECK(!(k->key == info.key && k->device == info.device && k->priority == info.priority),
+                 "dispatch: kernels '", k->name, "' and '", info.name, "' of ", info.key, " on ",
+                 device_type_name(info.device), " have the same priority (", info.priority,
+                 "): give '", info.name, "' another (core/dispatch.h, Priority)");
   }
   info.slot = &s.slot(info.key, info.device);
   s.invalidate(*info.slot);
@@ -189,6 +195,20 @@ static std::string list_ops(const std::vector<std::unique_ptr<KernelInfo>>& kern
   return out;
 }
 
+// " (did you mean 'matmul'?)" for a misspelled op, or a kernel name of `op` on `device` (core/did_you_mean.h).
+static std::string suggest_op(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op) {
+  std::set<std::string> ops;
+  for (const auto& k : kernels) ops.insert(k->op);
+  return did_you_mean(op, ops);
+}
+static std::string suggest_kernel(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op,
+                                  DeviceType device, const std::string& name) {
+  std::set<std::string> names;
+  for (const auto& k : kernels)
+    if (k->op == op && k->device == device) names.insert(k->name);
+  return did_you_mean(name, names);
+}
+
 void KernelRegistry::select(const std::string& op, DeviceType device, const std::string& name) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -199,10 +219,12 @@ void KernelRegistry::select(const std::string& op, DeviceType device, const std:
     op_known = true;
     if (k->device == device && k->name == name) name_known = true;
   }
-  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'; ops: ", list_ops(s.kernels));
+  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'", suggest_op(s.kernels, op), "; ops: ",
+               list_ops(s.kernels));
   const bool clear = name.empty() || name == "default";
   MINIDL_CHECK(clear || name_known, "kernel selection: op '", op, "' has no kernel '", name, "' on ",
-               device_type_name(device), "; kernels there: ", list_kernels_of(s.kernels, op, dev));
+               device_type_name(device), suggest_kernel(s.kernels, op, device, name), "; kernels there: ",
+               list_kernels_of(s.kernels, op, dev));
   auto it = s.selection.find({op, dev});
   const std::string before = it == s.selection.end() ? "" : it->second;
   const std::string after = clear ? "" : name;
@@ -368,13 +390,16 @@ void apply_kernel_spec(KernelRegistry& registry, const std::string& spec) {
     if (!applied) {
       // Rebuild a message that lists the kernels on every device.
       // Each kernel once, though it serves several keys of the op (conv2d, conv2d.backward_input, ...).
-      std::set<std::string> unique;
+      std::set<std::string> unique, plain_names;
       std::string names;
       for (const KernelInfo* k : registry.all())
-        if (k->op == op && unique.insert(k->name + "@" + device_type_name(k->device)).second)
+        if (k->op == op && unique.insert(k->name + "@" + device_type_name(k->device)).second) {
           names += (names.empty() ? "" : ", ") + k->name + "@" + device_type_name(k->device);
+          plain_names.insert(k->name);
+        }
       if (names.empty()) throw Error(first_error);
-      throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'; kernels: ", names));
+      throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'", did_you_mean(name, plain_names),
+                          "; kernels: ", names));
     }
   }
 }
