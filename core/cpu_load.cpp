@@ -48,8 +48,9 @@ std::string oversubscription_warning(const CpuLoad& l) {
   if (!l.load_known() || l.threads <= l.free_cores() + kLoadSlack) return "";
   // The most threads that fit: the free cores, rounded as the test above rounds them, and at least one.
   const int fit = std::max(1, static_cast<int>(std::floor(l.free_cores() + kLoadSlack)));
-  const std::string advice =
-      fit < l.threads ? "set OMP_NUM_THREADS=" + std::to_string(fit) + " or run on an idle machine" : "run on an idle machine";
+  const std::string advice = fit < l.threads
+                                 ? "set OMP_NUM_THREADS=" + std::to_string(fit) + " or run on an idle machine"
+                                 : "run on an idle machine";
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "%d OpenMP thread(s) but %d cores with a 1-minute load of %.2f (%.2f free): threads wait for cores, "
