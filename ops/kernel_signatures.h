@@ -433,7 +433,6 @@ namespace keys {
 inline const KernelKey<RnnSequenceKernel> gru_sequence{"gru_sequence"};
 inline const KernelKey<RnnSequenceKernel> lstm_sequence{"lstm_sequence"};
 }  // namespace keys
-using LstmSequenceKernel = RnnSequenceKernel;
 // Keys "gru_sequence.backward", "lstm_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y,
 // the forward's reserve), grad_x [T, N, I] and grad_params (one per parameter, same shapes), overwritten
 // (=). Per step, in reverse order of the direction's visit, with g = dL/dh_t (from grad_y and from the
@@ -457,6 +456,5 @@ namespace keys {
 inline const KernelKey<RnnSequenceBackwardKernel> gru_sequence_backward{"gru_sequence.backward"};
 inline const KernelKey<RnnSequenceBackwardKernel> lstm_sequence_backward{"lstm_sequence.backward"};
 }  // namespace keys
-using LstmSequenceBackwardKernel = RnnSequenceBackwardKernel;
 
 }  // namespace minidl
