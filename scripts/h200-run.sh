@@ -24,6 +24,8 @@
 #   tf32_diag        why TF32 slows the MNIST step: mnist bench with MINIDL_TF32=0 and 1 under Nsight Compute
 #                    (kernel names and GPU times only, --clock-control none), and plain bench runs alternated
 #   tf32_conv        the convolution ladder against cuDNN with TF32 allowed on both sides (MINIDL_TF32=1)
+#   lab2             issue 25: mnist and captcha bench with the default order and with --kernel '*=auto'
+#                    alternated twice, MINIDL_PROFILE=1 and =shapes on an MNIST step, its shapes benched
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -164,6 +166,19 @@ for s in "${steps[@]}"; do
     tf32_conv)
       MINIDL_TF32=1 run tf32_conv 200 "$bin/minidl" bench --device cuda --op conv2d \
         --shape conv2d:64x32x26x26,64x32x3x3 --shape conv2d:128x128x8x24,256x128x3x3,p1 ;;
+    lab2)  # issue 25: `auto` against the default order (both examples, alternated twice), the per-shape
+      # profile of an MNIST step, and its shapes benched through `minidl bench` (docs/adding-a-kernel.md)
+      for r in 1 2; do
+        run "mnist_bench_default_$r" 40 "$bin/mnist" bench --device cuda --steps 300
+        run "mnist_bench_auto_$r" 90 "$bin/mnist" bench --device cuda --steps 300 --kernel '*=auto'
+        run "captcha_bench_default_$r" 50 "$bin/captcha" bench --device cuda --steps 60
+        run "captcha_bench_auto_$r" 120 "$bin/captcha" bench --device cuda --steps 60 --kernel '*=auto'
+      done
+      MINIDL_PROFILE=1 run mnist_profile 60 "$bin/mnist" bench --device cuda --steps 20 --warmup 3
+      MINIDL_PROFILE=shapes MINIDL_PROFILE_FILE="$out/mnist_shapes.txt" run mnist_shapes 60 "$bin/mnist" bench \
+        --device cuda --steps 5 --warmup 1
+      # shellcheck disable=SC2046  # one --shape argument per line of the file
+      run bench_mnist_shapes 150 "$bin/minidl" bench --device cuda --budget 0.05 $(cat "$out/mnist_shapes.txt") ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"
