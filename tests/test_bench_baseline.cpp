@@ -122,6 +122,41 @@ TEST_CASE("bench --baseline: 50% slower is a regression, within the noise is the
   std::fclose(sink);
 }
 
+TEST_CASE("bench --baseline: the machine's drift between the runs widens the noise of every case",
+          "[bench][baseline]") {
+  CHECK(bench::calibration_drift({6.0, 6.2}, {6.1, 6.0}) == Approx(0.2 / 6.0));
+  CHECK(bench::calibration_drift({6.0, 6.2}, {9.6}) == Approx(0.6));
+  CHECK(bench::calibration_drift({}, {9.6}) == 0);  // a file written before the medians were recorded
+
+  // The same two runs, the calibration's median 6 ms around the baseline and 9.6 ms around the new run:
+  // the machine itself got 60% slower, so the 50% change is within the noise.
+  const auto with_calibration = [](const std::string& name, const std::string& fields) {
+    std::string text = text_of(bench_fixture(name));
+    const std::string machine_end = "\"repeat\":20}";
+    REQUIRE(text.find(machine_end) != std::string::npos);
+    text.replace(text.find(machine_end), machine_end.size(), "\"repeat\":20," + fields + "}");
+    return write_temp("minidl_test_drift_" + name, text);
+  };
+  const std::string before_path = with_calibration(
+      "before.jsonl", "\"calibration_median_ms_before\":6.0,\"calibration_median_ms_after\":6.1");
+  const std::string after_path = with_calibration(
+      "after.jsonl", "\"calibration_median_ms_before\":9.6,\"calibration_median_ms_after\":9.5");
+  const bench::BaselineFile before = bench::read_baseline(before_path), after = bench::read_baseline(after_path);
+  CHECK(before.calibration_ms == std::vector<double>{6.0, 6.1});
+  const double drift = bench::calibration_drift(before.calibration_ms, after.calibration_ms);
+  CHECK(drift == Approx(0.6));
+  const bench::BaselineComparison c = bench::compare_with_baseline(before.cases, after.cases, 0.10, drift);
+  CHECK(find(c, "64x64x64", "openblas").noise == Approx(0.6));
+  CHECK(find(c, "64x64x64", "openblas").verdict == "same");
+  CHECK(find(c, "64x64x64", "blocked").verdict == "faster");  // twice as fast is beyond 60%
+  CHECK(c.regressions() == 0);
+  std::FILE* sink = std::tmpfile();
+  CHECK(bench::compare_files(before_path, after_path, 0.10, sink) == 0);
+  std::fclose(sink);
+  std::filesystem::remove(before_path);
+  std::filesystem::remove(after_path);
+}
+
 TEST_CASE("bench --baseline: the baseline's cases are run again when the command line names none",
           "[bench][baseline]") {
   const bench::BaselineFile b = bench::read_baseline(bench_fixture("before.jsonl"));

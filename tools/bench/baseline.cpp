@@ -24,6 +24,14 @@ double TimedCase::noise() const {
   return kDefaultSpread;
 }
 
+double calibration_drift(const std::vector<double>& before_ms, const std::vector<double>& now_ms) {
+  if (before_ms.empty() || now_ms.empty()) return 0;
+  std::vector<double> all = before_ms;
+  all.insert(all.end(), now_ms.begin(), now_ms.end());
+  const auto [lo, hi] = std::minmax_element(all.begin(), all.end());
+  return *lo > 0 ? (*hi - *lo) / *lo : 0;
+}
+
 namespace {
 
 // The error for file `path`: one line.
@@ -99,6 +107,10 @@ BaselineFile read_baseline(const std::string& path, const std::string& flag) {
       b.machine = r.contains("name") && r["name"].is_string() ? r["name"].get<std::string>() : "";
       b.threads = r.contains("threads") && r["threads"].is_number_integer() ? r["threads"].get<int>() : 0;
       b.loaded = r.contains("loaded") && r["loaded"].is_boolean() && r["loaded"].get<bool>();
+      for (const char* field : {"calibration_median_ms_before", "calibration_median_ms_after"}) {
+        const double ms = number_field(r, field, at);
+        if (ms > 0) b.calibration_ms.push_back(ms);
+      }
       continue;
     }
     if (record != "kernel") continue;  // "ragged", and kinds a later version may write
@@ -121,12 +133,12 @@ BaselineFile read_baseline(const std::string& path, const std::string& flag) {
   return b;
 }
 
-std::vector<TimedCase> timed_cases(const std::vector<Row>& rows, const std::string& device) {
+std::vector<TimedCase> timed_cases(const Report& report) {
   std::vector<TimedCase> out;
-  for (const Row& row : rows) {
+  for (const Row& row : report.rows) {
     if (!row.shown) continue;
     TimedCase c;
-    c.device = device;
+    c.device = report.machine.device.str();
     c.key = row.key, c.shape = row.shape, c.kernel = row.kernel, c.status = row.status;
     if (row.status == "ok") c.median_ms = row.median_s * 1e3, c.min_ms = row.min_s * 1e3;
     c.spread = row.spread;
@@ -169,11 +181,12 @@ int BaselineComparison::regressions() const {
 }
 
 BaselineComparison compare_with_baseline(const std::vector<TimedCase>& before, const std::vector<TimedCase>& now,
-                                         double threshold) {
+                                         double threshold, double machine_drift) {
   std::map<std::string, const TimedCase*> old_by_id;
   for (const TimedCase& c : before) old_by_id.emplace(c.id(), &c);  // the first record of a case
   std::set<std::string> matched;
   BaselineComparison out;
+  out.machine_drift = machine_drift;
   for (const TimedCase& c : now) {
     const auto it = old_by_id.find(c.id());
     if (it == old_by_id.end()) {
@@ -188,7 +201,7 @@ BaselineComparison compare_with_baseline(const std::vector<TimedCase>& before, c
     }
     CaseComparison cmp;
     cmp.before = old, cmp.now = c;
-    cmp.noise = std::max(old.noise(), c.noise());
+    cmp.noise = std::max({old.noise(), c.noise(), machine_drift});
     const double ratio = c.median_ms / old.median_ms;
     cmp.change = ratio - 1;
     cmp.verdict = ratio > 1 + cmp.noise ? "slower" : ratio * (1 + cmp.noise) < 1 ? "faster" : "same";
@@ -205,9 +218,11 @@ void print_comparison(std::FILE* out, const BaselineFile& b, const BaselineCompa
   std::fprintf(out, "baseline %s: %s (%s), %d thread(s)%s\n", b.path.c_str(), b.device.c_str(), b.machine.c_str(),
                b.threads, b.loaded ? "; its machine was busy (its calibration said so)" : "");
   std::fprintf(out,
-               "verdicts: noise = the larger spread (median - min) / min of the two runs (%.0f%% when a record has "
-               "none); slower or faster beyond it, else same; REGRESSION: slower by more than %.0f%% and the noise\n",
-               100 * kDefaultSpread, 100 * threshold);
+               "verdicts: noise = the larger of the two kernels' spreads (median - min) / min (%.0f%% when a record "
+               "has none) and the machine's drift between the runs (%.1f%%: the calibration medians%s); slower or "
+               "faster beyond it, else same; REGRESSION: slower by more than %.0f%% and the noise\n",
+               100 * kDefaultSpread, 100 * c.machine_drift, b.calibration_ms.empty() ? ", not in the baseline" : "",
+               100 * threshold);
   if (!c.compared.empty()) {
     size_t key_w = 3, shape_w = 5, kernel_w = 6;
     for (const CaseComparison& cmp : c.compared) {
@@ -255,7 +270,8 @@ int compare_files(const std::string& baseline_path, const std::string& against_p
   const BaselineFile now = read_baseline(against_path, "--against");
   std::fprintf(out, "against %s: %s (%s), %d thread(s)%s\n", now.path.c_str(), now.device.c_str(),
                now.machine.c_str(), now.threads, now.loaded ? "; its machine was busy (its calibration said so)" : "");
-  const BaselineComparison c = compare_with_baseline(before.cases, now.cases, threshold);
+  const BaselineComparison c = compare_with_baseline(before.cases, now.cases, threshold,
+                                                     calibration_drift(before.calibration_ms, now.calibration_ms));
   print_comparison(out, before, c, threshold);
   return c.regressions() ? kExitRegression : 0;
 }

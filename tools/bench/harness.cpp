@@ -498,7 +498,9 @@ int run_bench(const BenchOptions& given, std::FILE* out) {
   int regressions = 0;
   if (!o.baseline_path.empty()) {
     const BaselineComparison comparison =
-        compare_with_baseline(baseline.cases, timed_cases(report.rows, d.str()), o.regression_threshold);
+        compare_with_baseline(
+        baseline.cases, timed_cases(report), o.regression_threshold,
+        calibration_drift(baseline.calibration_ms, {report.before.median_s * 1e3, report.after.median_s * 1e3}));
     std::fprintf(out, "\n");
     print_comparison(out, baseline, comparison, o.regression_threshold);
     regressions = comparison.regressions();

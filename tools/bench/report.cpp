@@ -175,6 +175,8 @@ void write_json_lines(const std::string& path, const Report& r) {
                             {"load", m.load},
                             {"calibration_spread_before", number(r.before.spread)},
                             {"calibration_spread_after", number(r.after.spread)},
+                            {"calibration_median_ms_before", number(r.before.median_s * 1e3)},
+                            {"calibration_median_ms_after", number(r.after.median_s * 1e3)},
                             {"loaded", r.loaded()},
                             {"repeat", r.repeat}};
   out << machine.dump() << "\n";

@@ -3,7 +3,7 @@
 //
 // Layout: a title and a line saying what n is, then one plot area: x the size n (log2 for a sweep of xF
 // steps, linear for +S), y GFLOP/s on a log10 scale (GB/s for keys that count no FLOPs), the device's
-// peak as a dashed red line, one <path> per kernel through its timed sizes (a gap where it declined or
+// peak as a dashed grey line, one <path> per kernel through its timed sizes (a gap where it declined or
 // was skipped) with a marker per size whose tooltip gives the numbers, and the legend on the right.
 #include <algorithm>
 #include <cmath>
@@ -47,6 +47,13 @@ struct Axis {
 std::string rate_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.3g", v);
+  return buf;
+}
+
+// A power of ten on the y axis: "0.01", "1", "1000".
+std::string tick_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), v >= 1 ? "%.0f" : "%g", v);
   return buf;
 }
 
@@ -102,14 +109,14 @@ void write_sweep_svg(const std::string& path, const Report& r, const std::string
     << escape(join(sizes, ", ", [](int64_t n) { return std::to_string(n); })) << "; median of the timed calls"
     << (r.loaded() ? " (WARNING: the machine was busy during this run)" : "") << "</text>\n";
   if (peak > 0)
-    s << "<text x=\"10\" y=\"56\" fill=\"#555\">dashed: the peak the bench measured, " << num(peak) << " " << unit
+    s << "<text x=\"10\" y=\"56\" fill=\"#555\">dashed grey line: the peak the bench measured, " << num(peak) << " " << unit
       << "</text>\n";
 
   // Grid and ticks: a y line per power of ten, an x tick per size.
   for (double v = y_lo; v <= y_hi * 1.001; v *= 10) {
     s << "<line x1=\"" << kLeft << "\" y1=\"" << num(ay.at(v)) << "\" x2=\"" << kRight << "\" y2=\"" << num(ay.at(v))
       << "\" stroke=\"#e5e5e5\"/>\n";
-    s << "<text x=\"" << kLeft - 6 << "\" y=\"" << num(ay.at(v) + 4) << "\" text-anchor=\"end\">" << rate_text(v)
+    s << "<text x=\"" << kLeft - 6 << "\" y=\"" << num(ay.at(v) + 4) << "\" text-anchor=\"end\">" << tick_text(v)
       << "</text>\n";
   }
   for (int64_t n : sizes) {
@@ -127,7 +134,7 @@ void write_sweep_svg(const std::string& path, const Report& r, const std::string
     << label_x << " " << num(label_y) << ")\">" << unit << " (log scale)</text>\n";
   if (peak > 0 && peak >= y_lo && peak <= y_hi)
     s << "<line x1=\"" << kLeft << "\" y1=\"" << num(ay.at(peak)) << "\" x2=\"" << kRight << "\" y2=\""
-      << num(ay.at(peak)) << "\" stroke=\"#d62728\" stroke-dasharray=\"6,4\"><title>peak " << num(peak) << " " << unit
+      << num(ay.at(peak)) << "\" stroke=\"#333\" stroke-dasharray=\"6,4\"><title>peak " << num(peak) << " " << unit
       << "</title></line>\n";
 
   // The lines, then the legend.
