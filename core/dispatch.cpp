@@ -1,3 +1,5 @@
+// core/dispatch.cpp — the dispatch table: registration, selection (a kernel's name, or `auto`), the
+// candidate lists, the usage notes and log, and the gathering of the profile (core/dispatch.h).
 #include "core/dispatch.h"
 
 #include <algorithm>
@@ -14,6 +16,11 @@
 #include <unordered_map>
 
 #include "core/backend.h"
+#include "core/capture.h"
+#include "core/determinism.h"
+#include "core/did_you_mean.h"
+#include "core/kernel_auto.h"
+#include "core/kernel_profile.h"
 #include "core/settings.h"
 
 namespace minidl {
@@ -28,6 +35,8 @@ struct KeySlot {
   // before it. A call served like the one before it changes neither and takes no lock.
   std::atomic<const KernelInfo*> last_used{nullptr};
   std::atomic<bool> last_had_declines{false};
+  // `auto` is selected for this key and device and the key may be timed; set with each new list.
+  std::atomic<bool> auto_select{false};
   // The names of the kernels that declined the last call, behind their own lock.
   mutable std::mutex usage_mutex;
   std::vector<std::string> last_declined;
@@ -36,8 +45,9 @@ struct KeySlot {
 struct KernelRegistry::Impl {
   std::mutex mutex;  // guards everything below but the slots' own state
   std::vector<std::unique_ptr<KernelInfo>> kernels;
-  // (op, device) -> selected name
+  // (op, device) -> selected name; op "*" holds the `auto` of every op without a selection of its own
   std::map<std::pair<std::string, int>, std::string> selection;
+  std::atomic<bool> any_auto{false};  // some selection is "auto" (watch() reads it on every call)
   // key -> its slot per device type (slots are never removed: a dispatch may hold one)
   std::unordered_map<std::string, std::array<std::unique_ptr<KeySlot>, kNumDeviceTypes>> slots;
   // Lists and kernels replaced or removed while the process runs: kept, because another thread may still
@@ -46,8 +56,12 @@ struct KernelRegistry::Impl {
   std::vector<std::unique_ptr<KernelInfo>> retired_kernels;
   std::set<std::string> logged;  // "key device served (declines)" lines already logged (level 1)
   std::atomic<int> log_level{0};
-  bool profile = false;
-  std::map<std::string, ProfileRow> timings;  // "key device name" -> totals
+  std::atomic<bool> profile{false};
+  ProfileMode profile_mode = ProfileMode::off;        // MINIDL_PROFILE, read once
+  std::map<std::string, ProfileRow> timings;          // "key device name shape" -> totals
+  AutoTable auto_table;                               // `auto`'s winners (core/kernel_auto.h)
+  std::once_flag auto_file_read;                      // MINIDL_AUTO_FILE, read at the first `auto` call
+  std::string auto_file;
 
   // The slot of (key, device), made on first use. Caller holds `mutex`.
   KeySlot& slot(const std::string& key, DeviceType device) {
@@ -65,26 +79,32 @@ struct KernelRegistry::Impl {
     const std::vector<const KernelInfo*>* old = s.candidates.exchange(nullptr);
     if (old) retired_lists.emplace_back(old);
   }
+  // The selection of (op, device): its own, else the "*" one (`auto` for every op), else "". Caller holds `mutex`.
+  std::string selection_of(const std::string& op, DeviceType device) const {
+    auto own = selection.find({op, static_cast<int>(device)});
+    if (own != selection.end()) return own->second;
+    auto every = selection.find({"*", static_cast<int>(device)});
+    return every == selection.end() ? "" : every->second;
+  }
   // Builds the ordered list of (key, device): the selected kernel first, then by descending priority
-  // (registration order between equal priorities). Caller holds `mutex`.
+  // (registration order between equal priorities). Under `auto` the list keeps the priority order: the
+  // call puts its shape's winner first. Caller holds `mutex`.
   std::vector<const KernelInfo*> build_list(const std::string& key, DeviceType device) const {
     std::vector<const KernelInfo*> list;
     for (const auto& k : kernels)
       if (k->key == key && k->device == device) list.push_back(k.get());
     std::stable_sort(list.begin(), list.end(),
                      [](const KernelInfo* a, const KernelInfo* b) { return a->priority > b->priority; });
-    const std::string op = key.substr(0, key.find('.'));
-    auto sel = selection.find({op, static_cast<int>(device)});
-    if (sel != selection.end()) {
-      auto chosen = std::find_if(list.begin(), list.end(), [&](const KernelInfo* k) { return k->name == sel->second; });
-      if (chosen != list.end()) std::rotate(list.begin(), chosen, chosen + 1);
-    }
+    const std::string selected = selection_of(key.substr(0, key.find('.')), device);
+    auto chosen = std::find_if(list.begin(), list.end(), [&](const KernelInfo* k) { return k->name == selected; });
+    if (chosen != list.end()) std::rotate(list.begin(), chosen, chosen + 1);
     return list;
   }
 };
 
 namespace {
 void print_profile();
+void save_auto_file();
 }
 
 KernelRegistry& KernelRegistry::during_registration() {
@@ -101,7 +121,8 @@ KernelRegistry::Impl& KernelRegistry::impl() const {
   static Impl* state = [] {
     auto* s = new Impl();
     s->log_level = static_cast<int>(settings::log_dispatch.read());
-    s->profile = settings::profile.read();
+    s->profile_mode = minidl::profile_mode();
+    s->profile = s->profile_mode != ProfileMode::off;
     if (s->profile) std::atexit(print_profile);
     return s;
   }();
@@ -118,9 +139,15 @@ void KernelRegistry::add(KernelInfo info) {
     // Typed keys make a mismatch a compile error; this catches two key objects of one name.
     MINIDL_CHECK(k->key != info.key || k->signature == info.signature, "dispatch: kernel '", info.name, "' of '",
                  info.key, "' has another signature than kernel '", k->name, "' of the same key");
+    // Equal priorities would leave the order to registration order: each kernel states its place.
+    MINIDL_CHECK(!(k->key == info.key && k->device == info.device && k->priority == info.priority),
+                 "dispatch: kernels '", k->name, "' and '", info.name, "' of ", info.key, " on ",
+                 device_type_name(info.device), " have the same priority (", info.priority,
+                 "): give '", info.name, "' another (core/dispatch.h, Priority)");
   }
   info.slot = &s.slot(info.key, info.device);
   s.invalidate(*info.slot);
+  s.auto_table.forget(info.key, device_type_name(info.device));  // a new kernel has not been timed
   s.kernels.push_back(std::make_unique<KernelInfo>(std::move(info)));
 }
 
@@ -132,6 +159,7 @@ bool KernelRegistry::remove(const std::string& key, DeviceType device, const std
   });
   if (it == s.kernels.end()) return false;
   s.invalidate(s.slot(key, device));
+  s.auto_table.forget(key, device_type_name(device));
   s.retired_kernels.push_back(std::move(*it));
   s.kernels.erase(it);
   return true;
@@ -166,6 +194,7 @@ const std::vector<const KernelInfo*>& KernelRegistry::candidates(const std::stri
   KeySlot& slot = s.slot(key, device);
   if (const std::vector<const KernelInfo*>* list = slot.candidates.load()) return *list;
   auto* list = new std::vector<const KernelInfo*>(s.build_list(key, device));
+  slot.auto_select.store(s.selection_of(key.substr(0, key.find('.')), device) == "auto" && kernel_auto_may_time(key));
   slot.candidates.store(list);
   return *list;
 }
@@ -189,20 +218,39 @@ static std::string list_ops(const std::vector<std::unique_ptr<KernelInfo>>& kern
   return out;
 }
 
+// " (did you mean 'matmul'?)" for a misspelled op, or a kernel name of `op` on `device` (core/did_you_mean.h).
+static std::string suggest_op(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op) {
+  std::set<std::string> ops;
+  for (const auto& k : kernels) ops.insert(k->op);
+  return did_you_mean(op, ops);
+}
+static std::string suggest_kernel(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op,
+                                  DeviceType device, const std::string& name) {
+  std::set<std::string> names;
+  for (const auto& k : kernels)
+    if (k->op == op && k->device == device) names.insert(k->name);
+  return did_you_mean(name, names);
+}
+
 void KernelRegistry::select(const std::string& op, DeviceType device, const std::string& name) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
   const int dev = static_cast<int>(device);
-  bool op_known = false, name_known = false;
+  const bool every_op = op == "*";
+  bool op_known = every_op, name_known = name == "auto";
   for (const auto& k : s.kernels) {
     if (k->op != op) continue;
     op_known = true;
     if (k->device == device && k->name == name) name_known = true;
   }
-  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'; ops: ", list_ops(s.kernels));
+  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'", suggest_op(s.kernels, op), "; ops: ",
+               list_ops(s.kernels));
   const bool clear = name.empty() || name == "default";
+  MINIDL_CHECK(!every_op || clear || name == "auto", "kernel selection: every op ('*') can only be given auto, not '",
+               name, "'");
   MINIDL_CHECK(clear || name_known, "kernel selection: op '", op, "' has no kernel '", name, "' on ",
-               device_type_name(device), "; kernels there: ", list_kernels_of(s.kernels, op, dev));
+               device_type_name(device), suggest_kernel(s.kernels, op, device, name), "; kernels there: ",
+               list_kernels_of(s.kernels, op, dev), " (or auto: the fastest per call shape)");
   auto it = s.selection.find({op, dev});
   const std::string before = it == s.selection.end() ? "" : it->second;
   const std::string after = clear ? "" : name;
@@ -211,16 +259,18 @@ void KernelRegistry::select(const std::string& op, DeviceType device, const std:
     s.selection.erase(it);
   else
     s.selection[{op, dev}] = name;
+  bool any_auto = false;
+  for (const auto& entry : s.selection) any_auto = any_auto || entry.second == "auto";
+  s.any_auto.store(any_auto);
   for (auto& [key, per_device] : s.slots)
-    if (key.substr(0, key.find('.')) == op && per_device[static_cast<size_t>(device)])
+    if ((every_op || key.substr(0, key.find('.')) == op) && per_device[static_cast<size_t>(device)])
       s.invalidate(*per_device[static_cast<size_t>(device)]);
 }
 
 std::string KernelRegistry::selected(const std::string& op, DeviceType device) const {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
-  auto it = s.selection.find({op, static_cast<int>(device)});
-  return it == s.selection.end() ? "" : it->second;
+  return s.selection_of(op, device);
 }
 
 std::vector<const KernelInfo*> KernelRegistry::all() const {
@@ -249,7 +299,7 @@ std::string KernelRegistry::last_used(const std::string& key, DeviceType device)
   return used ? used->name : "";
 }
 
-void KernelRegistry::note_used(const KernelInfo& k, const DeclinedKernels& declined) {
+void KernelRegistry::note_used(const KernelInfo& k, const DeclinedKernels& declined, const std::string& shape) {
   Impl& s = impl();
   KeySlot* slot = k.slot;
   if (slot->last_used.load() != &k || declined.count > 0 || slot->last_had_declines.load()) {
@@ -270,15 +320,16 @@ void KernelRegistry::note_used(const KernelInfo& k, const DeclinedKernels& decli
     std::lock_guard<std::mutex> lock(s.mutex);
     if (level < 2 && !s.logged.insert(k.key + " " + device_type_name(k.device) + " " + what).second) return;
   }
-  std::fprintf(stderr, "[minidl dispatch] %-28s %-5s -> %s\n", k.key.c_str(), device_type_name(k.device),
-               what.c_str());
+  // Level 2 adds the call's shape (core/call_shape.h).
+  std::fprintf(stderr, "[minidl dispatch] %-28s %-5s -> %s%s%s\n", k.key.c_str(), device_type_name(k.device),
+               what.c_str(), level >= 2 ? "  " : "", level >= 2 ? shape.c_str() : "");
 }
 
-void KernelRegistry::note_declined(const KernelInfo& k) {
+void KernelRegistry::note_declined(const KernelInfo& k, const std::string& shape) {
   // Level 1 names the declines on the line of the kernel that served (note_used); level 2 shows each.
   if (impl().log_level.load() >= 2)
-    std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel\n", k.key.c_str(),
-                 device_type_name(k.device), k.name.c_str());
+    std::fprintf(stderr, "[minidl dispatch] %-28s %-5s    %s declined, trying the next kernel  %s\n", k.key.c_str(),
+                 device_type_name(k.device), k.name.c_str(), shape.c_str());
 }
 
 std::vector<std::string> KernelRegistry::last_declined(const std::string& key, DeviceType device) const {
@@ -297,16 +348,83 @@ std::vector<std::string> last_declined_kernels(const std::string& key, DeviceTyp
   return KernelRegistry::instance().last_declined(key, device);
 }
 
+CallWatch KernelRegistry::watch(const std::vector<const KernelInfo*>& kernels) const {
+  Impl& s = impl();
+  CallWatch w;
+  w.profile = s.profile.load(std::memory_order_relaxed);
+  w.auto_select = s.any_auto.load(std::memory_order_relaxed) && !kernels.empty() &&
+                  kernels.front()->slot->auto_select.load(std::memory_order_relaxed);
+  w.shape = w.profile || w.auto_select || s.log_level.load(std::memory_order_relaxed) >= 2;
+  return w;
+}
+
 bool KernelRegistry::profiling() const { return impl().profile; }
 
-void KernelRegistry::note_time(const KernelInfo& k, double seconds) {
+void KernelRegistry::set_profiling(bool on) { impl().profile = on; }
+
+void KernelRegistry::note_time(const KernelInfo& k, const std::string& shape, double seconds) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
   const std::string id = k.key + " " + device_type_name(k.device) + " " + k.name;
-  auto& t = s.timings[id];
+  auto& t = s.timings[id + " " + shape];
   t.kernel = id;
+  t.key = k.key;
+  t.device = device_type_name(k.device);
+  t.shape = shape;
   t.seconds += seconds;
   t.calls += 1;
+}
+
+void KernelRegistry::clear_profile() {
+  Impl& s = impl();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.timings.clear();
+}
+
+AutoTable& KernelRegistry::auto_table() { return impl().auto_table; }
+
+const KernelInfo* KernelRegistry::auto_winner(const std::vector<const KernelInfo*>& kernels, Device device,
+                                              const std::string& shape, bool& must_time) {
+  must_time = false;
+  // Deterministic mode keeps the usual order: a choice by timing could differ between runs. One kernel
+  // needs no choice.
+  if (kernels.size() < 2 || deterministic_algorithms()) return nullptr;
+  Impl& s = impl();
+  std::call_once(s.auto_file_read, [&s] {
+    s.auto_file = settings::auto_file.read();
+    if (s.auto_file.empty()) return;
+    s.auto_table.load(s.auto_file);
+    std::atexit(save_auto_file);
+  });
+  const std::string winner = s.auto_table.find(kernels.front()->key, device.str(), shape);
+  for (const KernelInfo* k : kernels)
+    if (!winner.empty() && k->name == winner) return k;
+  // No winner yet (or its kernel is gone): time now, unless a CUDA graph is being captured on the device,
+  // where a synchronisation is not allowed and every call is replayed as captured.
+  must_time = !capture_offset_shift(device).defined();
+  return nullptr;
+}
+
+const KernelInfo* KernelRegistry::auto_timed_winner(const std::vector<const KernelInfo*>& kernels, Device device,
+                                                    const std::string& shape, const std::vector<AutoTiming>& timings) {
+  const AutoTiming* best = nullptr;
+  std::vector<std::pair<std::string, double>> times;
+  for (const AutoTiming& t : timings) {
+    times.push_back({t.kernel->name, t.declined ? -1.0 : t.seconds});
+    if (!t.declined && (best == nullptr || t.seconds < best->seconds)) best = &t;  // ties: the higher priority
+  }
+  const std::string key = kernels.front()->key;
+  if (best == nullptr) {
+    std::fprintf(stderr, "%s\n", auto_choice_line(key, device.str(), shape, "", times).c_str());
+    return nullptr;
+  }
+  const std::string kept = impl().auto_table.record(key, device.str(), shape, best->kernel->name);
+  if (kept != best->kernel->name) {  // another thread timed this shape first: its choice stays
+    for (const KernelInfo* k : kernels)
+      if (k->name == kept) return k;
+  }
+  std::fprintf(stderr, "%s\n", auto_choice_line(key, device.str(), shape, kept, times).c_str());
+  return best->kernel;
 }
 
 std::vector<KernelRegistry::ProfileRow> KernelRegistry::profile_rows() const {
@@ -323,19 +441,22 @@ double profile_clock(Device device) {
 }
 
 namespace {
-// The MINIDL_PROFILE table: kernels by total time, with their share.
+// MINIDL_PROFILE at exit: the table, and with MINIDL_PROFILE=shapes the shapes (core/kernel_profile.h).
 void print_profile() {
-  std::vector<KernelRegistry::ProfileRow> rows = KernelRegistry::instance().profile_rows();
-  double total = 0;
-  for (const auto& r : rows) total += r.seconds;
-  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.seconds > b.seconds; });
-  std::fprintf(stderr, "\n[minidl profile] %-44s %10s %10s %7s %s\n", "kernel (key device name)", "calls",
-               "total ms", "share", "ms/call");
-  for (const auto& t : rows)
-    std::fprintf(stderr, "[minidl profile] %-44s %10lld %10.1f %6.1f%% %.4f\n", t.kernel.c_str(),
-                 static_cast<long long>(t.calls), t.seconds * 1e3, total > 0 ? 100 * t.seconds / total : 0.0,
-                 t.seconds * 1e3 / t.calls);
-  std::fprintf(stderr, "[minidl profile] %-44s %10s %10.1f\n", "all kernels", "", total * 1e3);
+  const std::vector<KernelRegistry::ProfileRow> rows = KernelRegistry::instance().profile_rows();
+  print_profile_table(rows, stderr);
+  if (minidl::profile_mode() == ProfileMode::shapes) write_profile_shapes(rows, settings::profile_file.read(), stderr);
+}
+
+// MINIDL_AUTO_FILE at exit: the choices read and made. An exit cannot throw: a failure is printed.
+void save_auto_file() {
+  KernelRegistry& registry = KernelRegistry::instance();
+  const std::string path = settings::auto_file.read();
+  try {
+    registry.auto_table().save(path);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "[minidl auto] %s\n", e.what());
+  }
 }
 }  // namespace
 
@@ -354,7 +475,7 @@ void apply_kernel_spec(KernelRegistry& registry, const std::string& spec) {
     MINIDL_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), "kernel selection: '", item,
                  "' is not of the form OP=NAME (e.g. matmul=naive)");
     const std::string op = item.substr(0, eq), name = item.substr(eq + 1);
-    // Apply on every device type that has this kernel name for this op.
+    // Apply on every device type that has this kernel name for this op ("auto": on every device type).
     bool applied = false;
     std::string first_error;
     for (DeviceType d : {DeviceType::cpu, DeviceType::cuda}) {
@@ -368,13 +489,16 @@ void apply_kernel_spec(KernelRegistry& registry, const std::string& spec) {
     if (!applied) {
       // Rebuild a message that lists the kernels on every device.
       // Each kernel once, though it serves several keys of the op (conv2d, conv2d.backward_input, ...).
-      std::set<std::string> unique;
+      std::set<std::string> unique, plain_names;
       std::string names;
       for (const KernelInfo* k : registry.all())
-        if (k->op == op && unique.insert(k->name + "@" + device_type_name(k->device)).second)
+        if (k->op == op && unique.insert(k->name + "@" + device_type_name(k->device)).second) {
           names += (names.empty() ? "" : ", ") + k->name + "@" + device_type_name(k->device);
+          plain_names.insert(k->name);
+        }
       if (names.empty()) throw Error(first_error);
-      throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'; kernels: ", names));
+      throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'", did_you_mean(name, plain_names),
+                          "; kernels: ", names));
     }
   }
 }
@@ -391,6 +515,7 @@ void reset_kernel_selection() {
   KernelRegistry& registry = KernelRegistry::instance();
   std::set<std::string> ops;
   for (const KernelInfo* k : registry.all()) ops.insert(k->op);
+  ops.insert("*");
   for (const auto& op : ops)
     for (DeviceType d : {DeviceType::cpu, DeviceType::cuda}) registry.select(op, d, "");
 }

@@ -22,21 +22,38 @@
 //   - API:         minidl::select_kernel("matmul", DeviceType::cpu, "naive");
 //   - environment: MINIDL_KERNELS="matmul=naive,conv2d=im2col_blas"
 //   - programs:    --kernel matmul=naive   (calls select_kernels_from_spec)
+// `auto` (--kernel conv2d=auto, MINIDL_KERNELS='*=auto' for every op, select_kernel(op, device, "auto"))
+// chooses per call shape by timing: the first call of each (key, device, shape) runs every kernel that
+// accepts it (a warm-up call, then up to kAutoTimedCalls timed ones, the device synchronised as
+// MINIDL_PROFILE does), keeps the fastest for the process, and prints one line saying what it chose and
+// the times (a kernel that declined shows "declined"; it is never chosen). Later calls of the shape try the
+// winner first (then the usual order, should it decline). MINIDL_AUTO_FILE=path loads the choices at the
+// first `auto` call and saves them at exit, so the next run times nothing it has timed before. Not
+// timed, so they keep the usual order: keys whose calls cannot be repeated (core/kernel_auto.h:
+// optimizer steps, dropout masks, the sequence backwards, CTC), calls under --deterministic (timing
+// would make the choice depend on the moment), and calls while a CUDA graph is being captured.
 // Logging: MINIDL_LOG_DISPATCH=1 prints which device and kernel served each key, once per (key, device,
 // served kernel, kernels that declined first): "copy  cpu -> naive (after memcpy declined)" appears once,
-// not every step. MINIDL_LOG_DISPATCH=2 prints every call and every decline.
+// not every step. MINIDL_LOG_DISPATCH=2 prints every call and every decline, with the call's shape.
 // Numerics: MINIDL_CHECK_NUMERICS=1 checks every output of every call for NaN and infinity and names
 // the first kernel that produced one (core/numerics.h).
-// Profiling: MINIDL_PROFILE=1 times every kernel call on the host and prints a table at exit. CPU
-// kernels are timed exactly; on a GPU the launch is asynchronous, so MINIDL_PROFILE=1 also synchronises
-// the device after each call (slower, but the times are then the kernels' own).
+// Profiling: MINIDL_PROFILE=1 times every kernel call on the host and prints a table at exit, a row per
+// (key, device, kernel, call shape) with calls, total and mean time (core/kernel_profile.h). CPU kernels
+// are timed exactly; on a GPU the launch is asynchronous, so MINIDL_PROFILE=1 also synchronises the device
+// after each call (slower, but the times are then the kernels' own). MINIDL_PROFILE=shapes also writes the
+// run's distinct shapes as `minidl bench --shape KEY:SPEC` arguments (to stderr, or to MINIDL_PROFILE_FILE),
+// so a training run's real shapes can be benchmarked directly.
+// The call's shape (core/call_shape.h) is described only when the profile, the level-2 log or `auto`
+// needs it; otherwise a call costs what it did without them.
 #pragma once
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <typeindex>
 #include <utility>
 #include <vector>
 
+#include "core/call_shape.h"
 #include "core/device.h"
 #include "core/error.h"
 #include "core/kernel_key.h"
@@ -58,6 +75,8 @@ enum class Priority : int {
 // An order between two named levels: `Priority::tuned + 5`. Every use says why, in a comment.
 constexpr Priority operator+(Priority p, int offset) { return static_cast<Priority>(static_cast<int>(p) + offset); }
 constexpr Priority operator-(Priority p, int offset) { return p + (-offset); }
+
+class AutoTable;  // core/kernel_auto.h
 
 struct KernelInfo {
   std::string key;          // "conv2d.backward_input"
@@ -81,6 +100,25 @@ struct DeclinedKernels {
     if (count < kMax) kernels[count++] = &k;
   }
 };
+
+// What one call must do beyond calling its kernels in order (KernelRegistry::watch). All false unless
+// MINIDL_PROFILE, MINIDL_LOG_DISPATCH=2 or an `auto` selection is on.
+struct CallWatch {
+  bool profile = false;      // time the call (MINIDL_PROFILE)
+  bool shape = false;        // describe the call's shape (the profile, the level-2 log, `auto`)
+  bool auto_select = false;  // `auto` is selected for this key and device, and the key may be timed
+};
+
+// One kernel's result when `auto` timed a call shape: the fastest of its timed calls, or declined.
+struct AutoTiming {
+  const KernelInfo* kernel = nullptr;
+  double seconds = 0;
+  bool declined = false;
+};
+// `auto` times a kernel with one warm-up call, then up to kAutoTimedCalls calls, fewer once they have
+// taken kAutoBudgetSeconds (at least one), and keeps the fastest (the least disturbed by a busy machine).
+constexpr int kAutoTimedCalls = 3;
+constexpr double kAutoBudgetSeconds = 0.2;
 
 // Thread safety: every member may be called from any thread at any time. The kernel lists that
 // candidates() returns are immutable: selecting a kernel or registering one publishes new lists and
@@ -113,9 +151,10 @@ class KernelRegistry {
 
   // Makes `name` the first kernel tried for every key of `op` on `device` that has a kernel of that
   // name. Throws an Error listing what exists when the op or the name is unknown. name "" or "default"
-  // clears the selection.
+  // clears the selection. Name "auto" chooses per call shape by timing (the comment at the top); op "*"
+  // with "auto" (or "" to clear) applies to every op that has no selection of its own.
   void select(const std::string& op, DeviceType device, const std::string& name);
-  // The selected name for (op, device), "" if none.
+  // The selected name for (op, device), "" if none ("auto" under `auto`, also when it comes from "*").
   std::string selected(const std::string& op, DeviceType device) const;
 
   // Every registered kernel, sorted by op, key, device, priority.
@@ -124,22 +163,45 @@ class KernelRegistry {
   std::string last_used(const std::string& key, DeviceType device) const;
   // The kernels that declined the last call of (key, device) before one accepted it.
   std::vector<std::string> last_declined(const std::string& key, DeviceType device) const;
-  // Kernel `k` served a call after `declined` declined it: notes both, and logs them (MINIDL_LOG_DISPATCH).
-  void note_used(const KernelInfo& k, const DeclinedKernels& declined);
+  // Kernel `k` served a call after `declined` declined it: notes both, and logs them (MINIDL_LOG_DISPATCH;
+  // `shape` is the call's, "" when not described).
+  void note_used(const KernelInfo& k, const DeclinedKernels& declined, const std::string& shape = "");
   // Kernel `k` declined a call (logged at MINIDL_LOG_DISPATCH=2).
-  void note_declined(const KernelInfo& k);
+  void note_declined(const KernelInfo& k, const std::string& shape = "");
   // MINIDL_LOG_DISPATCH's level (0 off, 1 once per kernel, 2 every call); set_log_level overrides it.
   int log_level() const;
   void set_log_level(int level);
-  // MINIDL_PROFILE: whether to time calls, and where the times go.
+  // What a call of these kernels must do beyond calling them: one function call, then plain loads.
+  CallWatch watch(const std::vector<const KernelInfo*>& kernels) const;
+  // MINIDL_PROFILE: whether to time calls, and where the times go (core/kernel_profile.h).
   bool profiling() const;
-  void note_time(const KernelInfo& k, double seconds);
+  void note_time(const KernelInfo& k, const std::string& shape, double seconds);
   struct ProfileRow {
     std::string kernel;  // "key device name"
+    std::string key;     // "conv2d.backward_input"
+    std::string device;  // "cpu", "cuda"
+    std::string shape;   // the calls' shape (core/call_shape.h)
     double seconds = 0;
     int64_t calls = 0;
   };
   std::vector<ProfileRow> profile_rows() const;
+  // Drops every row (for tests).
+  void clear_profile();
+  // Turns the profile on or off for this process, whatever MINIDL_PROFILE says (for tests).
+  void set_profiling(bool on);
+
+  // `auto` (core/kernel_auto.h). The winner of (the kernels' key, device, shape) when one is known: timed
+  // earlier or loaded from MINIDL_AUTO_FILE. Null with must_time set when the caller should time the
+  // kernels now (auto_timed_winner), null with must_time clear when nothing is timed (deterministic mode,
+  // a CUDA graph capture on `device`).
+  const KernelInfo* auto_winner(const std::vector<const KernelInfo*>& kernels, Device device,
+                                const std::string& shape, bool& must_time);
+  // Records what timing found, logs the choice and returns the winner (null when every kernel declined).
+  // When another thread recorded a winner of the same shape meanwhile, that one stays and is returned.
+  const KernelInfo* auto_timed_winner(const std::vector<const KernelInfo*>& kernels, Device device,
+                                      const std::string& shape, const std::vector<AutoTiming>& timings);
+  // The table of winners, for tests and tools (save, clear, load).
+  AutoTable& auto_table();
 
  private:
   KernelRegistry() = default;
@@ -184,27 +246,69 @@ void register_kernel(const std::string& key, DeviceType device, const std::strin
   KernelRegistry::during_registration().add(std::move(k));
 }
 
-// Calls kernels[0], kernels[1], ... until one accepts the call. Throws when none does. The list comes
-// from KernelRegistry::candidates; every kernel in it has the signature Fn (checked by the callers).
+// Calls kernel k; true when it served the call. What the watch asks for happens around it: the time
+// (MINIDL_PROFILE), the notes and the log, the check of its outputs (MINIDL_CHECK_NUMERICS).
+template <class Fn, class... Args>
+bool try_kernel(const KernelInfo& k, Device device, const CallWatch& watch, const std::string& shape,
+                DeclinedKernels& declined, Args&... args) {
+  KernelRegistry& registry = KernelRegistry::instance();
+  Fn* fn = reinterpret_cast<Fn*>(k.fn);
+  const double start = watch.profile ? profile_clock(device) : 0.0;
+  if (!fn(args...)) {
+    registry.note_declined(k, shape);
+    declined.add(k);
+    return false;
+  }
+  if (watch.profile) registry.note_time(k, shape, profile_clock(device) - start);
+  registry.note_used(k, declined, shape);
+  if (numerics_checking()) check_kernel_outputs<Fn>(k, args...);  // MINIDL_CHECK_NUMERICS (core/numerics.h)
+  return true;
+}
+
+// `auto`: the kernel to try first for this call, the winner of its shape, found by timing every kernel
+// of the list on this call when it is the shape's first (kernels overwrite their outputs, so calling
+// them again is harmless; the keys for which it is not are never timed, core/kernel_auto.h). Null when
+// there is no winner: then the usual order serves the call.
+template <class Fn, class... Args>
+const KernelInfo* auto_kernel(const std::vector<const KernelInfo*>& kernels, Device device, const std::string& shape,
+                              Args&... args) {
+  KernelRegistry& registry = KernelRegistry::instance();
+  bool must_time = false;
+  const KernelInfo* winner = registry.auto_winner(kernels, device, shape, must_time);
+  if (!must_time) return winner;
+  std::vector<AutoTiming> timings;
+  for (const KernelInfo* k : kernels) {
+    Fn* fn = reinterpret_cast<Fn*>(k->fn);
+    AutoTiming t;
+    t.kernel = k;
+    t.declined = !fn(args...);  // the warm-up call
+    double spent = 0;
+    for (int i = 0; i < kAutoTimedCalls && !t.declined && spent < kAutoBudgetSeconds; ++i) {
+      const double start = profile_clock(device);
+      t.declined = !fn(args...);
+      const double seconds = profile_clock(device) - start;
+      t.seconds = i == 0 ? seconds : std::min(t.seconds, seconds);
+      spent += seconds;
+    }
+    timings.push_back(t);
+  }
+  return registry.auto_timed_winner(kernels, device, shape, timings);
+}
+
+// Calls kernels[0], kernels[1], ... until one accepts the call (under `auto`, the winner of the call's
+// shape first). Throws when none does. The list comes from KernelRegistry::candidates; every kernel in
+// it has the signature Fn (checked by the callers).
 // [doc:dispatch_loop] quoted by docs/course/03-dispatch.md
 template <class Fn, class... Args>
 void call_first_accepting(const std::vector<const KernelInfo*>& kernels, const char* key, Device device,
                           Args&&... args) {
-  KernelRegistry& registry = KernelRegistry::instance();
-  const bool profiling = registry.profiling();
+  const CallWatch watch = KernelRegistry::instance().watch(kernels);
+  const std::string shape = watch.shape ? describe_call(args...) : std::string();
+  const KernelInfo* first = watch.auto_select ? auto_kernel<Fn>(kernels, device, shape, args...) : nullptr;
   DeclinedKernels declined;
-  for (const KernelInfo* k : kernels) {
-    Fn* fn = reinterpret_cast<Fn*>(k->fn);
-    const double start = profiling ? profile_clock(device) : 0.0;
-    if (fn(args...)) {
-      if (profiling) registry.note_time(*k, profile_clock(device) - start);
-      registry.note_used(*k, declined);
-      if (numerics_checking()) check_kernel_outputs<Fn>(*k, args...);  // MINIDL_CHECK_NUMERICS (core/numerics.h)
-      return;
-    }
-    registry.note_declined(*k);
-    declined.add(*k);
-  }
+  if (first && try_kernel<Fn>(*first, device, watch, shape, declined, args...)) return;
+  for (const KernelInfo* k : kernels)
+    if (k != first && try_kernel<Fn>(*k, device, watch, shape, declined, args...)) return;
   MINIDL_CHECK(!kernels.empty(), key, ": no kernel is registered for device ", device.str());
   std::string tried;
   for (const KernelInfo* k : kernels) tried += (tried.empty() ? "" : ", ") + k->name;
@@ -232,17 +336,18 @@ void dispatch(const std::string& key, Device device, Args&&... args) {
   call_first_accepting<Fn>(kernels, key.c_str(), device, std::forward<Args>(args)...);
 }
 
-// API selection: select_kernel("matmul", DeviceType::cpu, "naive").
+// API selection: select_kernel("matmul", DeviceType::cpu, "naive"); "auto" chooses per shape by timing.
 void select_kernel(const std::string& op, DeviceType device, const std::string& name);
 // "matmul=naive,conv2d=im2col_blas": each NAME applies on every device type that has a kernel of that
-// name for OP (at least one must). Throws a listing Error for unknown ops or names.
+// name for OP (at least one must). Throws a listing Error for unknown ops or names. "OP=auto" applies on
+// every device type; "*=auto" to every op without a selection of its own.
 void select_kernels_from_spec(const std::string& spec);
 // The kernel that served the last call of (key, device): "" if none yet. Tests assert with it.
 std::string last_kernel(const std::string& key, DeviceType device);
 inline std::string last_kernel(const KernelKeyBase& key, DeviceType device) { return last_kernel(key.name(), device); }
 // The kernels that declined the last call of (key, device) before another served it.
 std::vector<std::string> last_declined_kernels(const std::string& key, DeviceType device);
-// Clears every selection (tests use it to restore defaults).
+// Clears every selection, "*=auto" included (tests use it to restore defaults). `auto`'s choices stay.
 void reset_kernel_selection();
 
 // Helper for programs: applies each "--kernel OP=NAME" value.

@@ -148,7 +148,7 @@ std::string TextSetting::read() const {
 
 namespace {
 
-// MINIDL_KERNELS: OP=NAME items separated by commas. Whether OP and NAME exist is checked against the
+// MINIDL_KERNELS: OP=NAME items separated by commas (NAME may be auto, OP may be * with auto). Whether OP and NAME exist is checked against the
 // dispatch table when it applies the selection (core/registry_init.cpp), naming the kernels there.
 void check_kernel_spec(const std::string& spec) {
   size_t start = 0;
@@ -159,6 +159,8 @@ void check_kernel_spec(const std::string& spec) {
     MINIDL_CHECK(!item.empty(), "an empty item between commas");
     MINIDL_CHECK(eq != std::string::npos && eq > 0 && eq + 1 < item.size(), "'", shown_value(item),
                  "' is not of the form OP=NAME (e.g. matmul=naive)");
+    MINIDL_CHECK(item.substr(0, eq) != "*" || item.substr(eq + 1) == "auto", "'", shown_value(item),
+                 "': every op ('*') can only be given auto");
     start = comma + 1;
   }
 }
@@ -176,16 +178,33 @@ void check_memory_limit(const std::string& text) {
 
 namespace settings {
 
-const TextSetting kernels("MINIDL_KERNELS", "OP=NAME items separated by commas, e.g. matmul=naive,conv2d=im2col_blas",
+const TextSetting kernels("MINIDL_KERNELS",
+                          "OP=NAME items separated by commas, e.g. matmul=naive,conv2d=im2col_blas; NAME auto times "
+                          "the kernels per call shape; *=auto for every op",
                           "none",
-                          "kernels tried first for those ops, on every device that has them (as --kernel OP=NAME)",
+                          "kernels tried first for those ops, on every device that has them (as --kernel OP=NAME); "
+                          "auto: the fastest per call shape",
                           check_kernel_spec);
 const IntegerSetting log_dispatch("MINIDL_LOG_DISPATCH", 0, 0, 2, "0",
                                   "log which kernel served each key: 1 once per (key, device, kernel), 2 every "
-                                  "call and every decline (read once per process)");
-const SwitchSetting profile("MINIDL_PROFILE", false,
-                            "time every kernel call (a GPU is synchronised after each) and print a table at exit "
-                            "(read once per process)");
+                                  "call and every decline, with its shape (read once per process)");
+// MINIDL_PROFILE: a switch, or "shapes" (the table and the shapes, core/kernel_profile.h).
+void check_profile(const std::string& value) {
+  const std::string v = lower(value);
+  for (const char* word : {"1", "yes", "on", "true", "0", "no", "off", "false", "shapes"})
+    if (v == word) return;
+  throw Error("not a switch word or 'shapes'");
+}
+const TextSetting profile("MINIDL_PROFILE", "1 or 0 (also yes/no, on/off, true/false), or shapes", "off",
+                          "time every kernel call (a GPU is synchronised after each) and print a table at exit, a "
+                          "row per key, kernel and call shape; shapes: also list the shapes as `minidl bench "
+                          "--shape` arguments (read once per process)",
+                          check_profile);
+const TextSetting profile_file("MINIDL_PROFILE_FILE", "a path", "stderr",
+                               "where MINIDL_PROFILE=shapes writes the run's shapes, one `--shape KEY:SPEC` a line");
+const TextSetting auto_file("MINIDL_AUTO_FILE", "a path", "none",
+                            "the `auto` kernel selection's choices (key device shape kernel): read at the first "
+                            "`auto` call, written at exit, so the next run times only new shapes");
 const SwitchSetting check_numerics("MINIDL_CHECK_NUMERICS", false,
                                    "check every output of every kernel call for NaN and infinity and stop at the "
                                    "first, naming the kernel (slow: for debugging)");
@@ -230,7 +249,8 @@ const TextSetting captcha_font("MINIDL_CAPTCHA_FONT", "a path to a TrueType font
 
 const std::vector<const Setting*>& all_settings() {
   static const std::vector<const Setting*> table = {
-      &settings::kernels,     &settings::log_dispatch,      &settings::profile,        &settings::check_numerics,
+      &settings::kernels,     &settings::log_dispatch,      &settings::profile,        &settings::profile_file,
+      &settings::auto_file,   &settings::check_numerics,
       &settings::fuse_relu,   &settings::tf32,              &settings::cuda_memory_limit, &settings::v8_config,
       &settings::dist_bucket_mb, &settings::dist_overlap,   &settings::nccl_library,   &settings::data,
       &settings::dist_timeout, &settings::captcha_font,
@@ -240,6 +260,13 @@ const std::vector<const Setting*>& all_settings() {
 
 void check_settings() {
   for (const Setting* s : all_settings()) s->check();
+}
+
+ProfileMode profile_mode() {
+  const std::string value = lower(settings::profile.read());  // checked
+  if (value == "shapes") return ProfileMode::shapes;
+  if (value.empty() || value == "0" || value == "no" || value == "off" || value == "false") return ProfileMode::off;
+  return ProfileMode::table;
 }
 
 double dist_timeout_seconds() {

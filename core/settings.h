@@ -7,6 +7,7 @@
 //
 //     if (settings::check_numerics.read()) ...          // MINIDL_CHECK_NUMERICS, a yes/no switch
 //     const int64_t level = settings::log_dispatch.read();  // MINIDL_LOG_DISPATCH, an integer 0..2
+//     if (profile_mode() == ProfileMode::shapes) ...    // MINIDL_PROFILE, a switch or the word "shapes"
 //
 // Parsing is strict and the same for every variable: the whole string must be a value of the setting's
 // type ("5abc" is not 5, "inf" and "nan" are not numbers), within its range; a switch takes 1/0, yes/no,
@@ -17,7 +18,7 @@
 // for a bad one), and the README's list of variables is checked against this table by a test.
 //
 // Reads are not cached here: a setting is read where it is used, and the few that are read once per
-// process (the dispatch log, the profile, the ReLU fusion, TF32) say so in their meaning.
+// process (the dispatch log, the profile, the `auto` file, the ReLU fusion, TF32) say so in their meaning.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -132,7 +133,9 @@ namespace settings {
 // The table (core/settings.cpp defines each, with its default, range and meaning).
 extern const TextSetting kernels;              // MINIDL_KERNELS         kernel selection, OP=NAME,...
 extern const IntegerSetting log_dispatch;      // MINIDL_LOG_DISPATCH    0, 1 (each kernel once), 2 (every call)
-extern const SwitchSetting profile;            // MINIDL_PROFILE         time every kernel call
+extern const TextSetting profile;              // MINIDL_PROFILE         time every kernel call (1), and list the shapes (shapes)
+extern const TextSetting profile_file;         // MINIDL_PROFILE_FILE    where MINIDL_PROFILE=shapes writes them
+extern const TextSetting auto_file;            // MINIDL_AUTO_FILE       the `auto` selection's choices, kept between runs
 extern const SwitchSetting check_numerics;     // MINIDL_CHECK_NUMERICS  check every kernel output for NaN/inf
 extern const SwitchSetting fuse_relu;          // MINIDL_FUSE_RELU       fused bias+ReLU, batch norm+ReLU
 extern const SwitchSetting tf32;               // MINIDL_TF32            TF32 tensor cores by default
@@ -160,6 +163,12 @@ std::string describe_setting(const Setting& setting);
 // whole string must be a number; nullopt-style: false when it is not.
 bool parse_whole_integer(const std::string& text, int64_t& value);
 bool parse_finite_number(const std::string& text, double& value);
+
+// MINIDL_PROFILE's value: off (unset, 0 and the other switch words for off), table (1, on, ...: the
+// per-shape table at exit) or shapes (the table, and the shapes as `minidl bench --shape` arguments).
+// Throws the setting's Error for anything else.
+enum class ProfileMode { off, table, shapes };
+ProfileMode profile_mode();
 
 // MINIDL_DIST_TIMEOUT's value in seconds: 600 when unset, 0 (wait forever) for "0" or "off", else the
 // number (1 to 604800, a week). Throws the setting's Error for anything else.

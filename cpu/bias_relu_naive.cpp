@@ -4,7 +4,7 @@
 //   grad_y[o, c, i] = out[o, c, i] > 0 ? g[o, c, i] : 0
 //   grad_bias[c]    = sum_{o, i} grad_y[o, c, i]                (accumulated in double)
 // Accumulation convention: every output is overwritten (=).
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -21,7 +21,7 @@
 #include <omp.h>
 #endif
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

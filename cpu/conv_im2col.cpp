@@ -22,7 +22,7 @@
 // Accumulation convention: y, dx and dW are overwritten (=). dx is zeroed per image before col2im adds
 // (+=) into it; each thread sums its images' dW products privately (GEMM beta = 1 after its first image)
 // and the per-thread sums are added at the end.
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "ops/kernel_signatures.h"
 
 #ifdef MINIDL_WITH_OPENBLAS

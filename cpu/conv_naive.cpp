@@ -6,7 +6,7 @@
 //   dw[o,c,i,j]  = sum_{n,p,q} dy[n,o,p,q] * x[n, c, p*sh - ph + i, q*sw - pw + j]
 // Accumulation convention: y and dw are overwritten (=), each element summed in double; dx is zeroed
 // and then every (output, tap) pair scatters into it (+=).
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

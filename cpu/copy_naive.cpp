@@ -2,7 +2,7 @@
 // Accumulation convention: outputs are overwritten (=).
 #include <cstring>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -11,7 +11,7 @@
 // "copy" key; "cast" converts). Accumulation convention: dst is overwritten (=).
 #include <cstring>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

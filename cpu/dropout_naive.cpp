@@ -7,8 +7,8 @@
 // (the result cannot differ: there is no state to share). mask is contiguous.
 // offset_shift (defined only for kernels captured into a CUDA graph, so in practice never on the CPU): its
 // value is added to offset. Accumulation convention: mask is overwritten (=).
+#include "core/dispatch.h"
 #include "core/philox.h"
-#include "cpu/register.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -1,6 +1,6 @@
 // cpu/elementwise_naive.cpp — reference kernels for every elementwise op: one element at a time through
 // the strides (cpu/strided.h). Accumulation convention: outputs are overwritten (=).
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/elementwise_functors.h"
 #include "ops/kernel_signatures.h"

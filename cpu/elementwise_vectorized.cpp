@@ -7,7 +7,7 @@
 // input's own stride (1 for packed data, 0 for a broadcast; both special-cased so they vectorise). When
 // every input is packed and unbroadcast the whole tensor is one flat loop.
 // Accumulation convention: outputs are overwritten (=).
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/elementwise_functors.h"
 #include "ops/kernel_signatures.h"

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -1,9 +1,11 @@
 // cpu/kernel_files.h — the list of CPU kernel files: one line per file, naming the function that file
-// defines to register its kernels in the dispatch table. cpu/register.h turns this list into
-// declarations, cpu/register.cpp into calls (an "X-macro": the list is written once and read twice).
+// defines to register its kernels in the dispatch table. cpu/register.cpp, the only file that includes
+// it, turns this list into declarations and into calls (an "X-macro": the list is written once and read
+// twice), so a new line recompiles that one file.
 //
 // Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
-// Order matters only among kernels of equal priority for one key: the earlier registered is tried first.
+// The order does not decide dispatch: two kernels of one key and device may not share a priority
+// (registration refuses it, naming both).
 // No include guard: this file is meant to be included more than once, with MINIDL_KERNEL_FILE defined.
 MINIDL_KERNEL_FILE(register_copy_naive_cpu)          // cpu/copy_naive.cpp
 MINIDL_KERNEL_FILE(register_fill_contiguous_omp_cpu) // cpu/fill_contiguous_omp.cpp

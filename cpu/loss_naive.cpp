@@ -7,7 +7,7 @@
 // are overwritten (=).
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

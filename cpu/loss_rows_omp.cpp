@@ -6,7 +6,7 @@
 // reference). Accumulation convention: outputs are overwritten (=).
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

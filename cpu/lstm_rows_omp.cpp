@@ -5,7 +5,7 @@
 // pointers (i, f, g, o blocks of H contiguous values) so the compiler can vectorise the loop over units;
 // rows are split across OpenMP threads when the step is large enough to pay for waking them.
 // Accumulation convention: outputs are overwritten (=).
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 #include "ops/lstm_cell_math.h"

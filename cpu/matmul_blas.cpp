@@ -8,7 +8,7 @@
 //   out[i] = op(a[i]) op(b[i]),  a [B, ra, ca], b [B, rb, cb], out [B, M, N] contiguous.
 // Accumulation convention: out is overwritten (=): beta = 0.
 // Built only when CMake found OpenBLAS (MINIDL_WITH_OPENBLAS); otherwise it registers nothing.
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "ops/kernel_signatures.h"
 
 #ifdef MINIDL_WITH_OPENBLAS

@@ -15,7 +15,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -15,7 +15,7 @@
 // Accumulation convention: out is overwritten (=): each row is zeroed, then accumulated.
 #include <algorithm>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

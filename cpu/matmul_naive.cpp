@@ -4,7 +4,7 @@
 //   op(a)[m, k] = trans_a ? a[k, m] : a[m, k]      op(b)[k, n] = trans_b ? b[n, k] : b[k, n]
 // Layouts: a [B, ra, ca], b [B, rb, cb], out [B, M, N], all contiguous (ops/kernel_signatures.h).
 // Accumulation convention: out is overwritten (=).
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -17,8 +17,8 @@
 // Accumulation convention: out is overwritten (=).
 #include <immintrin.h>
 
+#include "core/dispatch.h"
 #include "cpu/matmul_packed.h"
-#include "cpu/register.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

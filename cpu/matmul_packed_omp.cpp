@@ -14,8 +14,8 @@
 //
 // Declines: float64, and every call on a CPU with neither AVX-512F nor AVX2 + FMA.
 // Accumulation convention: out is overwritten (=).
+#include "core/dispatch.h"
 #include "cpu/matmul_packed.h"
-#include "cpu/register.h"
 #include "ops/kernel_signatures.h"
 
 #ifdef _OPENMP

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -11,7 +11,7 @@
 //   batch_norm_relu.backward: batch_norm.backward with g replaced by g * [y > 0], y the forward's output
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

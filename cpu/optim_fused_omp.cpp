@@ -7,7 +7,7 @@
 // Accumulation convention: params and state are updated in place.
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

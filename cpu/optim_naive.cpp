@@ -13,7 +13,7 @@
 //   p -= lr * (m / c1) / (sqrt(v / c2) + eps)
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {

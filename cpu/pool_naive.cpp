@@ -8,7 +8,7 @@
 //   avg_pool2d.backward   every real position of the window gets grad_y / (KH*KW)
 // Accumulation convention: y is overwritten (=); grad_x is zeroed, then each window adds (+=) into it,
 // so positions shared by overlapping windows sum their gradients.
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

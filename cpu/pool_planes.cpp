@@ -14,7 +14,7 @@
 // Accumulation convention: y is overwritten (=); grad_x is zeroed per plane, then windows add (+=).
 #include <algorithm>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

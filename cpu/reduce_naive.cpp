@@ -3,7 +3,7 @@
 // gather.backward zeroes grad_x first, then adds.
 #include <cstring>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -1,14 +1,10 @@
-// cpu/register.h — the CPU kernels' registration functions, declared from the one list in
-// cpu/kernel_files.h (one function per kernel file, defined in that file). cpu/register.cpp calls them all.
+// cpu/register.h — the CPU kernels' one entry point, called once from core/registry_init.cpp. The kernel
+// files' own registration functions are declared only in cpu/register.cpp, from the list in
+// cpu/kernel_files.h: adding a line there recompiles that one file, not every kernel file.
 #pragma once
-#include "core/dispatch.h"
 
 namespace minidl {
 
 void register_cpu_kernels();  // every function of cpu/kernel_files.h, in its order
-
-#define MINIDL_KERNEL_FILE(function) void function();
-#include "cpu/kernel_files.h"
-#undef MINIDL_KERNEL_FILE
 
 }  // namespace minidl

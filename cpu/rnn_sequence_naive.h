@@ -20,7 +20,7 @@
 #pragma once
 #include <vector>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

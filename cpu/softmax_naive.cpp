@@ -8,7 +8,7 @@
 //   log_softmax.backward:  grad_x = g - exp(y) * sum_c(g)
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

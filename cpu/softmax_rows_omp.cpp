@@ -6,7 +6,7 @@
 // x, y, grad_y, grad_x are [rows, cols] contiguous. Accumulation convention: outputs are overwritten (=).
 #include <cmath>
 
-#include "cpu/register.h"
+#include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
 

@@ -1,6 +1,6 @@
 // cuda/kernel_files.h — the list of CUDA kernel files: one line per file, naming the function that file
-// defines to register its kernels in the dispatch table. cuda/register.h turns this list into
-// declarations, cuda/register.cu into calls (the same shape as cpu/kernel_files.h).
+// defines to register its kernels in the dispatch table. cuda/register.cu, the only file that includes
+// it, turns this list into declarations and into calls (the same shape as cpu/kernel_files.h).
 //
 // Adding a kernel file is one new file plus one line here (docs/adding-a-kernel.md walks through it).
 // Files that need cuDNN are listed under MINIDL_WITH_CUDNN, the sm_90a-only files under MINIDL_WITH_SM90A

@@ -175,7 +175,10 @@ bool run_tf32_mma(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_tf32_mma_cuda() {
-  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::tuned + 6,
+  // The TF32 kernels sit below the exact FP32 ladder (tuned and up) and keep their ladder order among
+  // themselves (portable + 6 to + 9; no two kernels of a key share a priority): they decline unless
+  // TF32 is allowed or they are selected, and under TF32 cuBLAS (preferred) serves first.
+  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::portable + 6,
                   "TF32 tensor cores: mma.sync m16n8k8, 128x128 tiles, cp.async (only with MINIDL_TF32=1 "
                   "or when selected; sm_80+)",
                   cuda::matmul_entry<run_tf32_mma>);

@@ -177,7 +177,8 @@ bool run_tf32_wgmma(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_tf32_wgmma_cuda() {
-  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::tuned + 7,
+  // portable + 7: the TF32 kernels' place, in ladder order (cuda/matmul_tf32_mma.cu says why).
+  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::portable + 7,
                   "TF32 tensor cores: Hopper wgmma m64n128k8 on swizzled shared tiles, cp.async (only "
                   "with MINIDL_TF32=1 or when selected; sm_90a, compute capability 9.0)",
                   cuda::matmul_entry<run_tf32_wgmma>);

@@ -273,7 +273,8 @@ bool run_tf32_wgmma_v2(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_tf32_wgmma_v2_cuda() {
-  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::tuned + 7,
+  // portable + 8: the TF32 kernels' place, in ladder order (cuda/matmul_tf32_mma.cu says why).
+  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::portable + 8,
                   "TF32 tensor cores: Hopper wgmma m64n256k8, 128x256 tiles, 4 stages with one wgmma "
                   "group in flight, non-K-major operands transposed first (only with MINIDL_TF32=1 or "
                   "when selected; sm_90a, compute capability 9.0)",

@@ -396,7 +396,8 @@ bool run_tf32_wgmma_v3(const GemmBatch& g, int device) {
 }  // namespace
 
 void register_matmul_tf32_wgmma_v3_cuda() {
-  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::tuned + 7,
+  // portable + 9: the TF32 kernels' place, in ladder order (cuda/matmul_tf32_mma.cu says why).
+  register_kernel(keys::matmul, DeviceType::cuda, kName, Priority::portable + 9,
                   "TF32 tensor cores: Hopper wgmma m64n256k8, 128x256 tiles, TMA loads into 4 stages, "
                   "a producer warpgroup and 2 consumer warpgroups on full/empty mbarriers, non-K-major "
                   "operands transposed first (only with MINIDL_TF32=1 or when selected; sm_90a, compute "

@@ -1,7 +1,13 @@
-// cuda/register.cu — registers every CUDA kernel: calls each function of the list in cuda/kernel_files.h.
+// cuda/register.cu — registers every CUDA kernel: declares each function of the list in
+// cuda/kernel_files.h (each defined in its kernel file) and calls them in order. The only file that reads
+// the list, so that adding a kernel file recompiles this one and the new file.
 #include "cuda/register.h"
 
 namespace minidl {
+
+#define MINIDL_KERNEL_FILE(function) void function();
+#include "cuda/kernel_files.h"
+#undef MINIDL_KERNEL_FILE
 
 void register_cuda_kernels() {
 #define MINIDL_KERNEL_FILE(function) function();

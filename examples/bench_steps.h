@@ -36,6 +36,7 @@
 #include "core/dispatch.h"
 #include "core/precision.h"
 #include "examples/flags.h"
+#include "examples/run_environment.h"
 #include "nn/metrics.h"
 
 // The caching allocator's statistics and the BF16 path choices exist only in CUDA builds; the
@@ -158,17 +159,6 @@ inline std::string kernels_line(const nlohmann::json& kernels) {
 // MINIDL_TF32=1; the CPU kernels are always exact FP32).
 inline bool tf32_requested() { return minidl::float32_precision() == minidl::Precision::tf32; }
 
-// "TF32 allowed", "BF16 products" or "strict FP32" for the report; the CPU is always strict.
-inline std::string precision_text(minidl::Device device) {
-  if (!device.is_cuda()) return "strict FP32";
-  switch (minidl::float32_precision()) {
-    case minidl::Precision::tf32: return "TF32 allowed";
-    case minidl::Precision::bf16: return "BF16 products (float32 weights, activations and losses)";
-    case minidl::Precision::fp32: break;
-  }
-  return "strict FP32";
-}
-
 // The caching allocator's peak bytes in use on a GPU since the program started; -1 when there is none
 // (the CPU, or a build without CUDA).
 inline double peak_memory_bytes(minidl::Device device) {
@@ -254,7 +244,8 @@ inline void report(const BenchRun& r, const std::string& json_path) {
   const StepTimes& t = r.times;
   const double images_per_second = 1000.0 * static_cast<double>(r.batch) / t.mean_ms;
   std::printf("device %s, batch %lld, %s%s\n", r.device.str().c_str(), static_cast<long long>(r.batch),
-              precision_text(r.device).c_str(), minidl::deterministic_algorithms() ? ", deterministic algorithms" : "");
+              examples::precision_text(r.device).c_str(),
+              minidl::deterministic_algorithms() ? ", deterministic algorithms" : "");
   std::printf("kernels: %s\n", kernels_line(kernels).c_str());
 #ifdef MINIDL_WITH_CUDA
   // Under --precision bf16, which calls took the BF16 path and which TF32 (cuda/bf16_choice.h).

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/call_shape.h"
 #include "core/tensor.h"
 #include "core/tensor_kernels.h"
 
@@ -151,6 +152,10 @@ struct Conv2dParams {
   int stride_h = 1, stride_w = 1;
   int pad_h = 0, pad_w = 0;
 };
+// Its part of a call's shape (core/call_shape.h), as `minidl bench --shape conv2d:...` writes it: "s1p0", "s2x1p1".
+inline void describe_arg(std::string& out, const Conv2dParams& p) {
+  out += (out.empty() ? "" : ",") + describe_axes('s', p.stride_h, p.stride_w) + describe_axes('p', p.pad_h, p.pad_w);
+}
 // Cross-correlation, x [N, C, H, W], w [O, C, KH, KW], y [N, O, OH, OW],
 //   OH = (H + 2*pad_h - KH) / stride_h + 1 (and likewise OW),
 //   y[n,o,p,q] = sum_{c,i,j} x[n, c, p*sh - ph + i, q*sw - pw + j] * w[o,c,i,j]   (zero outside x).
@@ -177,6 +182,11 @@ struct Pool2dParams {
   int stride_h = 2, stride_w = 2;
   int pad_h = 0, pad_w = 0;
 };
+// Its part of a call's shape (core/call_shape.h), as `minidl bench --shape max_pool2d:...` writes it: "k2s2p0".
+inline void describe_arg(std::string& out, const Pool2dParams& p) {
+  out += (out.empty() ? "" : ",") + describe_axes('k', p.kernel_h, p.kernel_w) +
+         describe_axes('s', p.stride_h, p.stride_w) + describe_axes('p', p.pad_h, p.pad_w);
+}
 // x [N, C, H, W] -> y [N, C, OH, OW], OH = (H + 2*pad_h - KH) / stride_h + 1.
 // Key "max_pool2d": y = max over the window (padding never wins: it counts as -infinity).
 using Pool2dKernel = bool(const Tensor& x, Tensor& y, const Pool2dParams& p);
@@ -423,7 +433,6 @@ namespace keys {
 inline const KernelKey<RnnSequenceKernel> gru_sequence{"gru_sequence"};
 inline const KernelKey<RnnSequenceKernel> lstm_sequence{"lstm_sequence"};
 }  // namespace keys
-using LstmSequenceKernel = RnnSequenceKernel;
 // Keys "gru_sequence.backward", "lstm_sequence.backward": from grad_y [T, N, H * dirs] (and x, params, y,
 // the forward's reserve), grad_x [T, N, I] and grad_params (one per parameter, same shapes), overwritten
 // (=). Per step, in reverse order of the direction's visit, with g = dL/dh_t (from grad_y and from the
@@ -447,6 +456,5 @@ namespace keys {
 inline const KernelKey<RnnSequenceBackwardKernel> gru_sequence_backward{"gru_sequence.backward"};
 inline const KernelKey<RnnSequenceBackwardKernel> lstm_sequence_backward{"lstm_sequence.backward"};
 }  // namespace keys
-using LstmSequenceBackwardKernel = RnnSequenceBackwardKernel;
 
 }  // namespace minidl

@@ -141,7 +141,7 @@ Tensor lstm_sequence(const Tensor& x, const std::vector<Tensor>& params, int num
 // relu(y + bias) with bias [C] broadcast along dim `dim` of y (1 for conv2d's [N, C, H, W], -1 for
 // linear's [..., C]): one kernel pass instead of two, and one backward pass (grad_y and grad_bias
 // together) instead of relu's backward and a sum. nn's Sequential runs a Linear or Conv2d followed by
-// a ReLU through it (nn/layers.h).
+// a ReLU through it (the fusion pass, nn/fuse_relu.h).
 Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim = 1);
 // relu(batch_norm(...)) with the same arguments. In training, one fused kernel forward (the ReLU applied
 // as the normalised values are written) and one backward (the ReLU's mask applied as the gradient is

@@ -311,13 +311,6 @@ TEST_CASE("fused_relu_forward: relu(layer(x)) for the pairs the pass fuses, unde
 
 namespace {
 
-bool gpu_available() {
-  const std::string why = cuda_unavailable_reason();
-  if (why.empty()) return true;
-  WARN("GPU case skipped: " << why);
-  return false;
-}
-
 int gpu_calls = 0, gpu_bn_calls = 0;
 bool counting_bias_relu_gpu(const Tensor&, const Tensor&, Tensor&) {
   ++gpu_calls;
@@ -334,7 +327,7 @@ bool counting_batch_norm_relu_gpu(const Tensor&, const Tensor&, const Tensor&, d
 // mask is the same, and everything but grad_bias must be the reference's bits.
 TEST_CASE("cuda bias_relu kernels match the naive CPU kernel, and give the same bias gradient every run",
           "[cuda][elementwise]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(45);
   std::vector<Sizes> sizes = sweep_sizes();
   sizes.push_back({5, 33, 3});  // more channels than a warp, inner > 1
@@ -375,7 +368,7 @@ TEST_CASE("cuda bias_relu kernels match the naive CPU kernel, and give the same 
 }
 
 TEST_CASE("cuda Sequential fuses on the GPU, with the results of the unfused layers", "[cuda][nn]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(46);
   // Fused: 0+1 (a conv with a bias), 3+4 (batch norm) and 6+7 (a linear layer with a bias).
   Sequential net;

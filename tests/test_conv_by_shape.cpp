@@ -10,6 +10,7 @@
 
 #include "core/determinism.h"
 #include "core/dispatch.h"
+#include "tests/skips.h"
 #include "tests/test_util.h"
 
 using namespace minidl;
@@ -40,14 +41,10 @@ Stages run_stages(const std::string& name, const Tensor& x, const Tensor& w, con
 }  // namespace
 
 TEST_CASE("cuda conv2d by_shape: the default, with the bits of the kernel its rule names", "[cuda][conv2d]") {
-  const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) {
-    WARN("GPU case skipped: " << why);
-    return;
-  }
+  if (!have_gpu()) return;
   const auto names = kernels_for("conv2d", DeviceType::cuda);
   if (std::find(names.begin(), names.end(), "by_shape") == names.end()) {
-    WARN("conv2d by_shape is not registered (a build without cuDNN): skipped");
+    skip_test("conv2d by_shape is not registered (a build without cuDNN)");
     return;
   }
   REQUIRE(KernelRegistry::instance().candidates("conv2d", DeviceType::cuda).front()->name == "by_shape");

@@ -19,19 +19,13 @@
 #include "core/random.h"
 #include "ops/ops.h"
 #include "tests/env_scope.h"
+#include "tests/skips.h"
 #include "tests/test_util.h"
 
 using namespace minidl;
 using namespace minidl::testing;
 
 namespace {
-
-bool gpu_available() {
-  const std::string why = cuda_unavailable_reason();
-  if (why.empty()) return true;
-  WARN("GPU case skipped: " << why);
-  return false;
-}
 
 Tensor random_f32(const Shape& shape, double lo = -1, double hi = 1) {
   return uniform(shape, lo, hi, DType::float32);
@@ -175,7 +169,7 @@ const std::vector<Shape> kBatchNormShapes = {{7, 33, 1}, {3, 2, 1}, {4, 3, 35}, 
 // ================================================================ kernels against the CPU reference
 
 TEST_CASE("cuda matmul kernels match the naive CPU kernel (float32, transposes, batches)", "[cuda][matmul]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(1);
   for_each_matmul_case(kMatmulCases, [](const MatmulCase& c, bool ta, bool tb) {
     const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
@@ -194,7 +188,7 @@ TEST_CASE("cuda matmul kernels match the naive CPU kernel (float32, transposes, 
 }
 
 TEST_CASE("cuda matmul kernels that take float64 match the naive CPU kernel", "[cuda][matmul]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(2);
   const Tensor a = uniform({2, 31, 45}, -1, 1), b = uniform({2, 33, 45}, -1, 1);  // float64
   Tensor ref = empty({2, 31, 33}, DType::float64);
@@ -235,7 +229,7 @@ std::vector<float> cuda_matmul_with(const std::string& name, const Tensor& a, co
 // split K by one plan (cuda/sgemm_split_k.cuh), so they agree with each other on every shape, and
 // v7_autotuned's timing never changes a result (docs/gemm-ladder.md). K < 128 is never split.
 TEST_CASE("cuda FP32 ladder kernels give identical bits", "[cuda][matmul]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(11);
   const std::vector<MatmulCase> cases = {{3, 129, 65, 100}, {1, 300, 520, 127}, {1, 64, 128, 9216}, {2, 33, 65, 1000}};
   for_each_matmul_case(cases, [](const MatmulCase& c, bool ta, bool tb) {
@@ -300,7 +294,7 @@ std::vector<std::string> v8_config_names() {
 // lists the valid ones, by index and name (one of them marked as the default). No GPU needed.
 TEST_CASE("matmul v8_tuned: an unknown MINIDL_V8_CONFIG is an error listing the configurations", "[matmul][v8]") {
   if (cuda_matmul_kernel("v8_tuned") == nullptr) {
-    WARN("skipped: this build has no CUDA kernels");
+    skip_test("this build has no CUDA kernels");
     return;
   }
   const std::vector<std::string> names = v8_config_names();
@@ -312,7 +306,7 @@ TEST_CASE("matmul v8_tuned: an unknown MINIDL_V8_CONFIG is an error listing the 
 // batched, unaligned and tile-sized shapes, and gives v3's bits: the same fmaf order over k as the rest of
 // the FP32 ladder, whatever the tile, thread tile or buffering.
 TEST_CASE("cuda matmul v8_tuned: every configuration gives v3's bits", "[cuda][matmul][v8]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(15);
   const std::vector<std::string> names = v8_config_names();
   REQUIRE(names.size() >= 6);
@@ -337,7 +331,7 @@ TEST_CASE("cuda matmul v8_tuned: every configuration gives v3's bits", "[cuda][m
 // TF32 kernels trade precision for speed, so they never serve a call the user did not ask them for:
 // declined unless MINIDL_TF32=1 or selected by name (then they must run: tf32_wgmma needs an H100/H200).
 TEST_CASE("cuda TF32 matmul kernels run only when selected or with MINIDL_TF32=1", "[cuda][matmul][tf32]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(12);
   const char* env = std::getenv("MINIDL_TF32");
   const bool tf32_on = env != nullptr && std::string(env) == "1";
@@ -368,7 +362,7 @@ TEST_CASE("cuda TF32 matmul kernels run only when selected or with MINIDL_TF32=1
 // batched and tall-skinny products, every transpose flag, against the float32 reference within the TF32
 // tolerance (tests/test_util.h). The sweep above covers them too, among all kernels.
 TEST_CASE("cuda TF32 matmul kernels are within TF32 error of the FP32 reference", "[cuda][matmul][tf32]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(13);
   const std::vector<MatmulCase> cases = {{1, 128, 128, 32}, {1, 256, 384, 512}, {2, 130, 70, 300}, {1, 1, 1, 1},
                                          {1, 64, 128, 9216}, {3, 17, 200, 33}};
@@ -388,7 +382,7 @@ TEST_CASE("cuda TF32 matmul kernels are within TF32 error of the FP32 reference"
 }
 
 TEST_CASE("cuda conv2d kernels match the naive CPU kernels (all three stages)", "[cuda][conv2d]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(3);
   for (const ConvCase& c : kConvCases) {
     const Shape ys = conv_out_shape(c);
@@ -445,7 +439,7 @@ Fn* cuda_kernel_function(const std::string& key, const std::string& name) {
 }  // namespace
 
 TEST_CASE("cuda conv2d implicit_gemm_tf32 runs only when selected or with MINIDL_TF32=1", "[cuda][conv2d]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   const char* env = std::getenv("MINIDL_TF32");
   if (env != nullptr && std::string(env) == "1") {
     WARN("MINIDL_TF32=1 is set: implicit_gemm_tf32 accepts every call, its decline is not tested");
@@ -475,7 +469,7 @@ TEST_CASE("cuda conv2d implicit_gemm_tf32 runs only when selected or with MINIDL
 }
 
 TEST_CASE("cuda conv2d implicit GEMM kernels decline float64 and strided tensors", "[cuda][conv2d]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(12);
   const Device d = Device::cuda(0);
   const Conv2dParams p = conv_params(1, 1, 0, 0);
@@ -501,7 +495,7 @@ TEST_CASE("cuda conv2d implicit GEMM kernels decline float64 and strided tensors
 // backward_weight splits K (the batch's pixels) and adds the partial sums in a fixed order: the same
 // call gives the same bits every time. [8, 16, 20, 20] * [32, 16, 3, 3] splits K = 3200 in 12.
 TEST_CASE("cuda conv2d implicit GEMM weight gradients are reproducible bit for bit", "[cuda][conv2d]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(13);
   const Device d = Device::cuda(0);
   const Conv2dParams p = conv_params(1, 1, 1, 1);
@@ -523,7 +517,7 @@ TEST_CASE("cuda conv2d implicit GEMM weight gradients are reproducible bit for b
 }
 
 TEST_CASE("cuda pooling kernels match the naive CPU kernels", "[cuda][pool]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(4);
   for (const PoolCase& c : kPoolCases) {
     const Shape ys = pool_out_shape(c);
@@ -574,7 +568,7 @@ TEST_CASE("cuda pooling kernels match the naive CPU kernels", "[cuda][pool]") {
 // Our kernels must follow it exactly. cuDNN documents no tie rule: its result is reported, not
 // asserted, so that whoever runs this learns which way it goes (see cuda/pool_cudnn.cu).
 TEST_CASE("cuda max_pool2d.backward follows the first-maximum tie rule", "[cuda][pool]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   const PoolCase cases[] = {{{2, 3, 9, 8}, pool_params(3, 3, 2, 2, 1, 1)}, {{1, 2, 6, 6}, pool_params(2, 2, 2, 2, 0, 0)},
                             {{1, 1, 7, 7}, pool_params(3, 3, 1, 1, 1, 1)}};
   unsigned seed = 5;
@@ -612,7 +606,7 @@ TEST_CASE("cuda max_pool2d.backward follows the first-maximum tie rule", "[cuda]
 
 TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, inference, backward)",
           "[cuda][batch_norm]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(6);
   const double eps = 1e-5;
   for (const Shape& s : kBatchNormShapes) {
@@ -667,7 +661,7 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
 // mask is the same on both sides.
 TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and backward, float32 and float64)",
           "[cuda][batch_norm]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(11);
   const double eps = 1e-5;
   for (const DType dtype : {DType::float32, DType::float64})
@@ -709,7 +703,7 @@ TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and
 // The statistics of a channel whose mean is far from zero: a one-pass variance (E[x^2] - E[x]^2) loses
 // it to cancellation unless it is shifted (v2_split) or computed in two passes (v1_two_pass).
 TEST_CASE("cuda batch_norm statistics stay accurate when |mean| >> std", "[cuda][batch_norm]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(7);
   const Shape s{16, 3, 3000}, cs{3};
   const Tensor x = random_f32(s, 999, 1001), gamma = random_f32(cs, 0.5, 1.5), beta = random_f32(cs);
@@ -790,7 +784,7 @@ void check_op_on_gpu(const std::string& op, const std::vector<std::string>& keys
 }  // namespace
 
 TEST_CASE("cuda matmul and linear: outputs and gradients match the CPU", "[cuda][matmul][autograd]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(7);
   // Batched with a broadcast right operand, and plain 2-D.
   // The last argument: the longest sum in the output and gradients, for the TF32 kernels' tolerance.
@@ -806,7 +800,7 @@ TEST_CASE("cuda matmul and linear: outputs and gradients match the CPU", "[cuda]
 }
 
 TEST_CASE("cuda conv2d with bias: outputs and gradients match the CPU", "[cuda][conv2d][autograd]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(8);
   const Conv2dParams p = conv_params(2, 1, 1, 0);
   const OpFn f = [p](const std::vector<Tensor>& t) { return conv2d(t[0], t[1], t[2], p); };
@@ -820,7 +814,7 @@ TEST_CASE("cuda conv2d with bias: outputs and gradients match the CPU", "[cuda][
 }
 
 TEST_CASE("cuda pooling: outputs and gradients match the CPU", "[cuda][pool][autograd]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(9);
   const Pool2dParams p = pool_params(3, 3, 2, 2, 1, 1);
   check_op_on_gpu("max_pool2d", {"max_pool2d", "max_pool2d.backward"},
@@ -833,7 +827,7 @@ TEST_CASE("cuda pooling: outputs and gradients match the CPU", "[cuda][pool][aut
 
 TEST_CASE("cuda batch_norm in training: outputs, gradients and running statistics match the CPU",
           "[cuda][batch_norm][autograd]") {
-  if (!gpu_available()) return;
+  if (!have_gpu()) return;
   manual_seed(10);
   for (const Shape& xs : {Shape{16, 5}, Shape{4, 3, 7, 6}}) {
     INFO("x " << shape_str(xs));

@@ -34,6 +34,7 @@
 #include "nn/layers.h"
 #include "nn/optim.h"
 #include "ops/ops.h"
+#include "tests/skips.h"
 #include "tests/test_util.h"
 
 using namespace minidl;
@@ -424,7 +425,7 @@ void check_buffers_and_sums(dist::Communicator& comm) {
 // -DMINIDL_WITH_MPI=OFF.
 static std::unique_ptr<dist::Communicator> mpi_communicator_or_skip() {
   if (!dist::backend_built_in(dist::Backend::mpi)) {
-    WARN("skipped: this build has no mpi backend (Open MPI not found, or -DMINIDL_WITH_MPI=OFF)");
+    minidl::testing::skip_test("this build has no mpi backend (Open MPI not found, or -DMINIDL_WITH_MPI=OFF)");
     return nullptr;
   }
   return dist::make_communicator(dist::Backend::mpi, Device::cpu());

@@ -16,6 +16,7 @@
 #include "examples/data/captcha_gen.h"
 #include "examples/data/font_file.h"
 #include "tests/env_scope.h"
+#include "tests/skips.h"
 
 using namespace minidl;
 namespace fs = std::filesystem;
@@ -115,7 +116,7 @@ TEST_CASE("font files: a folder, a device, a missing or empty file are named as 
 TEST_CASE("font files: every truncation of a real font is refused with one line, without a crash", "[font][captcha]") {
   const std::string path = dejavu_sans();
   if (path.empty()) {
-    WARN("skipped: DejaVu Sans is not installed (fonts-dejavu-core, `make deps`)");
+    minidl::testing::skip_test("DejaVu Sans is not installed (fonts-dejavu-core, `make deps`)");
     return;
   }
   const std::vector<uint8_t> font = read(path);
@@ -164,7 +165,7 @@ TEST_CASE("font files: every truncation of a real font is refused with one line,
 TEST_CASE("font files: corrupt offsets, glyphs and character maps are refused, naming the fault", "[font][captcha]") {
   const std::string path = dejavu_sans();
   if (path.empty()) {
-    WARN("skipped: DejaVu Sans is not installed (fonts-dejavu-core, `make deps`)");
+    minidl::testing::skip_test("DejaVu Sans is not installed (fonts-dejavu-core, `make deps`)");
     return;
   }
   const std::vector<uint8_t> font = read(path);

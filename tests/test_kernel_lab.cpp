@@ -410,7 +410,8 @@ TEST_CASE("MINIDL_LOG_DISPATCH=1 logs each served kernel once, naming the kernel
   CHECK(decline_lines == 0);  // level 2 shows each decline; level 1 folds them into the served line
 }
 
-TEST_CASE("docs/adding-a-kernel.md shows its example kernel, cpu/matmul_ikj.cpp, as it is in the tree",
+TEST_CASE("docs/adding-a-kernel.md shows its example kernels, cpu/matmul_ikj.cpp and cuda/matmul_v1_naive.cu, as "
+          "they are in the tree",
           "[guide]") {
   const std::string root = MINIDL_SOURCE_DIR;
   const std::string guide = read_file(root + "/docs/adding-a-kernel.md");
@@ -418,4 +419,9 @@ TEST_CASE("docs/adding-a-kernel.md shows its example kernel, cpu/matmul_ikj.cpp,
   CHECK_THAT(guide, Catch::Contains("```cpp\n" + kernel + "```"));
   CHECK_THAT(read_file(root + "/cpu/kernel_files.h"), Catch::Contains("MINIDL_KERNEL_FILE(register_matmul_ikj_cpu)"));
   CHECK_THAT(guide, Catch::Contains("MINIDL_KERNEL_FILE(register_matmul_ikj_cpu)"));
+  // The CUDA section's example (tests/docs_cuda_kernel_test.sh runs its commands).
+  const std::string cuda_kernel = read_file(root + "/cuda/matmul_v1_naive.cu");
+  CHECK_THAT(guide, Catch::Contains("```cpp\n" + cuda_kernel + "```"));
+  CHECK_THAT(read_file(root + "/cuda/kernel_files.h"), Catch::Contains("MINIDL_KERNEL_FILE(register_matmul_v1_naive_cuda)"));
+  CHECK_THAT(guide, Catch::Contains("MINIDL_KERNEL_FILE(register_matmul_v1_naive_cuda)"));
 }

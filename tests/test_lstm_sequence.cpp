@@ -111,7 +111,7 @@ TEST_CASE("lstm_sequence: a backward kernel declines a reserve it did not write"
   const Tensor x = uniform({3, 2, 2}, -1, 1, DType::float32);
   Tensor y = empty({3, 2, 2});
   RnnSequenceReserve reserve;
-  dispatch<LstmSequenceKernel>("lstm_sequence", Device::cpu(), x, p_c, 1, false, true, y, reserve);
+  dispatch<RnnSequenceKernel>("lstm_sequence", Device::cpu(), x, p_c, 1, false, true, y, reserve);
   CHECK(reserve.kernel == "naive");
   REQUIRE(reserve.data.defined());
 
@@ -120,22 +120,22 @@ TEST_CASE("lstm_sequence: a backward kernel declines a reserve it did not write"
   for (const Tensor& p : p_c) grad_p.push_back(empty(p.shape()));
   RnnSequenceReserve foreign = reserve;
   foreign.kernel = "cudnn";
-  CHECK_THROWS_WITH(dispatch<LstmSequenceBackwardKernel>("lstm_sequence.backward", Device::cpu(), ones(y.shape()), x,
+  CHECK_THROWS_WITH(dispatch<RnnSequenceBackwardKernel>("lstm_sequence.backward", Device::cpu(), ones(y.shape()), x,
                                                          p_c, 1, false, y, foreign, grad_x, grad_p),
                     Catch::Contains("declined"));
   // A GRU's naive reserve has the right name but another layout (4 saved values per unit, not 5).
   RnnSequenceReserve gru_sized = reserve;
   gru_sized.data = reserve.data.slice(0, 0, 3 * 2 * 4 * 2);
-  CHECK_THROWS_WITH(dispatch<LstmSequenceBackwardKernel>("lstm_sequence.backward", Device::cpu(), ones(y.shape()), x,
+  CHECK_THROWS_WITH(dispatch<RnnSequenceBackwardKernel>("lstm_sequence.backward", Device::cpu(), ones(y.shape()), x,
                                                          p_c, 1, false, y, gru_sized, grad_x, grad_p),
                     Catch::Contains("declined"));
-  dispatch<LstmSequenceBackwardKernel>("lstm_sequence.backward", Device::cpu(), ones(y.shape()), x, p_c, 1, false, y,
+  dispatch<RnnSequenceBackwardKernel>("lstm_sequence.backward", Device::cpu(), ones(y.shape()), x, p_c, 1, false, y,
                                        reserve, grad_x, grad_p);
   CHECK(last_kernel("lstm_sequence.backward", DeviceType::cpu) == "naive");
 
   // No gradient wanted: the forward need not keep a reserve.
   RnnSequenceReserve none;
-  dispatch<LstmSequenceKernel>("lstm_sequence", Device::cpu(), x, p_c, 1, false, false, y, none);
+  dispatch<RnnSequenceKernel>("lstm_sequence", Device::cpu(), x, p_c, 1, false, false, y, none);
   CHECK_FALSE(none.data.defined());
 }
 

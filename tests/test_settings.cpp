@@ -43,6 +43,36 @@ TEST_CASE("settings: switches take yes/no words and refuse anything else, naming
   {
     EnvScope v("MINIDL_PROFILE", "garbage");
     CHECK_THROWS_WITH(settings::profile.read(), Catch::StartsWith("MINIDL_PROFILE='garbage' is not valid"));
+    CHECK_THROWS_WITH(profile_mode(), Catch::Contains("expected 1 or 0 (also yes/no, on/off, true/false), or shapes"));
+  }
+}
+
+TEST_CASE("settings: MINIDL_PROFILE is a switch or 'shapes'", "[settings]") {
+  CHECK(profile_mode() == ProfileMode::off);  // unset
+  for (const char* off : {"0", "no", "off", "FALSE", ""}) {
+    EnvScope v("MINIDL_PROFILE", off);
+    CHECK(profile_mode() == ProfileMode::off);
+  }
+  for (const char* on : {"1", "yes", "On", "true"}) {
+    EnvScope v("MINIDL_PROFILE", on);
+    CHECK(profile_mode() == ProfileMode::table);
+  }
+  for (const char* shapes : {"shapes", "SHAPES"}) {
+    EnvScope v("MINIDL_PROFILE", shapes);
+    CHECK(profile_mode() == ProfileMode::shapes);
+  }
+  for (const char* bad : {"2", "shape", "shapes ", "1,shapes"}) {
+    EnvScope v("MINIDL_PROFILE", bad);
+    CHECK_THROWS_WITH(check_environment(), Catch::StartsWith(std::string("MINIDL_PROFILE='") + bad + "' is not valid"));
+  }
+  // Every op ('*') takes only auto.
+  {
+    EnvScope v("MINIDL_KERNELS", "*=auto,conv2d=naive");
+    CHECK_NOTHROW(settings::kernels.read());
+  }
+  {
+    EnvScope v("MINIDL_KERNELS", "*=naive");
+    CHECK_THROWS_WITH(check_environment(), Catch::Contains("every op ('*') can only be given auto"));
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/skips.h"
+
 namespace minidl {
 namespace testing {
 
@@ -19,7 +21,7 @@ std::vector<Device> test_devices() {
 
 bool have_gpu() {
   const std::string why = cuda_unavailable_reason();
-  if (!why.empty()) WARN("GPU test skipped: " << why);
+  if (!why.empty()) skip_test("no usable GPU: " + why);
   return why.empty();
 }
 

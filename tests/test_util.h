@@ -117,8 +117,8 @@ struct SelectionReset {
   ~SelectionReset() { reset_kernel_selection(); }
 };
 
-// True when a GPU is usable; otherwise a Catch2 WARN "GPU test skipped: <why>" in the current test case
-// (which then returns early).
+// True when a GPU is usable; otherwise notes that the current test case skips (tests/skips.h: it is
+// listed as "SKIPPED: <case>: no usable GPU: <why>" at the end of the run), and the case returns early.
 bool have_gpu();
 
 // Deterministic algorithms (core/determinism.h) on or off for a scope, then the previous setting.

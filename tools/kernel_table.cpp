@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/did_you_mean.h"
 #include "core/dispatch.h"
 #include "core/strings.h"
 #include "tools/bench/case.h"
@@ -15,22 +16,6 @@ namespace minidl {
 namespace {
 
 std::string op_of(const std::string& key) { return key.substr(0, key.find('.')); }
-
-// Edit distance, for "did you mean".
-size_t distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 // The signature alias of `k`'s key, checked against the type it was registered with.
 std::string signature_of(const KernelInfo& k) {
@@ -56,14 +41,8 @@ void check_ops_known(const std::vector<std::string>& ops, const std::string& who
   }
   for (const std::string& o : ops) {
     if (known_ops.count(o) || known_keys.count(o)) continue;
-    std::string closest;
-    size_t best = 3;  // suggest only near misses
-    for (const std::string& name : known_ops) {
-      const size_t d = distance(o, name);
-      if (d < best) best = d, closest = name;
-    }
-    throw Error(str_cat(who, ": unknown op '", o, "'", closest.empty() ? "" : " (did you mean '" + closest + "'?)",
-                        "; ops: ", join(known_ops, ", "), " (or a key such as conv2d.backward_input)"));
+    throw Error(str_cat(who, ": unknown op '", o, "'", did_you_mean(o, known_ops), "; ops: ", join(known_ops, ", "),
+                        " (or a key such as conv2d.backward_input)"));
   }
 }
 

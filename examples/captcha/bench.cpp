@@ -24,6 +24,7 @@
 #include "dist/launch.h"
 #include "examples/bench_steps.h"
 #include "examples/captcha/common.h"
+#include "examples/run_environment.h"
 
 using namespace minidl;
 
@@ -53,6 +54,7 @@ int run_bench(const BenchArgs& a) {
     job = std::make_unique<dist::DistributedRun>(dist::start_distributed("captcha", a.device, a.batch));
   bench_steps::check_bench_flags(a, job ? job->world_size : 1);
   const Device device = job ? job->device : choose_device(a.device);
+  if (!job || job->is_root()) examples::print_run_environment("captcha bench", device, a.kernels);
   ModelConfig config;
   config.rnn = parse_rnn_kind(a.rnn);
   config.gru_path = parse_gru_path(a.gru);

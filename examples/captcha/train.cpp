@@ -54,6 +54,7 @@
 #include "examples/captcha/loss_log.h"
 #include "examples/captcha/train.h"
 #include "examples/flags.h"
+#include "examples/run_environment.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "examples/training_loop.h"
@@ -130,6 +131,7 @@ int run_train(const TrainArgs& a) {
   if (!a.save_best.empty())
     examples::prepare_save_path("captcha", a.save_best, "--save-best", job.get(), /*say_removed=*/false);
   const Device device = job ? job->device : choose_device(a.device);
+  if (root) examples::print_run_environment("captcha train", device, a.kernels);  // examples/run_environment.h
   const int threads = thread_count(a.threads);
   TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
   if (job) {  // this rank validates its part of the validation set

@@ -28,6 +28,7 @@
 #include "examples/bench_steps.h"
 #include "examples/mnist/model.h"
 #include "examples/mnist/train_step.h"
+#include "examples/run_environment.h"
 
 using namespace minidl;
 
@@ -59,6 +60,7 @@ int run_bench(const BenchArgs& a) {
   MINIDL_CHECK(!a.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
   MINIDL_CHECK(!a.cuda_graph || !job, "--cuda-graph cannot be used with --distributed (DataParallel's all-reduce "
                "runs inside backward)");
+  if (!job || job->is_root()) examples::print_run_environment("mnist bench", device, a.kernels);
   manual_seed(a.seed);
   std::shared_ptr<Sequential> model = make_model(a.model);
   model->to(device);  // before building the optimizer (nn/module.h)

@@ -67,6 +67,7 @@
 #include "examples/flags.h"
 #include "examples/mnist/common.h"
 #include "examples/mnist/train_step.h"
+#include "examples/run_environment.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "examples/training_loop.h"
@@ -135,6 +136,7 @@ int train(const TrainFlags& f) {
   if (!save_path.empty())
     examples::prepare_save_path("mnist", save_path, f.run.save.empty() ? "--resume" : "--save", job.get());
   const Device device = job ? job->device : choose_device(f.device);
+  if (root) examples::print_run_environment("mnist train", device, f.kernels);  // examples/run_environment.h
   MINIDL_CHECK(!f.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
   MINIDL_CHECK(!f.cuda_graph || !job, "--cuda-graph cannot be used with --distributed: the gradient all-reduce "
                "runs inside backward and talks to other processes, which a CUDA graph cannot hold");

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/block_cache.h"
+#include "core/cpu_load.h"
 #include "core/error.h"
 #include "core/tensor.h"
 #ifdef MINIDL_WITH_CUDA
@@ -127,14 +128,11 @@ std::string cpuinfo_field(const std::string& field) {
   return "";
 }
 
+// The load line of the report, with core/cpu_load.h's warning when the threads exceed the free cores.
 std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  double one = 0, five = 0, fifteen = 0;
-  if (!(in >> one >> five >> fifteen)) return "load average unknown";
-  char buf[128];
-  std::snprintf(buf, sizeof(buf), "load average %.2f %.2f %.2f on %ld cores", one, five, fifteen,
-                sysconf(_SC_NPROCESSORS_ONLN));
-  return buf;
+  const CpuLoad load = read_cpu_load();
+  const std::string warning = oversubscription_warning(load);
+  return describe_load(load) + (warning.empty() ? "" : " -- WARNING: " + warning);
 }
 
 size_t l2_bytes() {
