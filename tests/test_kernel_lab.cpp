@@ -177,9 +177,14 @@ TEST_CASE("minidl bench: the table, JSON Lines and SVG, and a wrong kernel caugh
   CHECK(machine["peak_gflops"].get<double>() > 0);
   CHECK(machine["peak_gbs"].get<double>() > 0);
   CHECK(machine["threads"].get<int>() >= 1);
-  int wrong_records = 0, kernel_records = 0;
+  int wrong_records = 0, kernel_records = 0, ragged_records = 0;
   for (size_t i = 1; i < json.size(); ++i) {
     const nlohmann::json r = nlohmann::json::parse(json[i]);
+    if (r["record"] == "ragged") {  // each kernel once on its key's ragged shape (test_bench_ragged.cpp)
+      ++ragged_records;
+      CHECK(r["wrong"] == (r["kernel"] == "test_wrong"));
+      continue;
+    }
     CHECK(r["record"] == "kernel");
     for (const char* field : {"key", "shape", "kernel", "status", "median_ms", "min_ms", "gflops", "gbs", "flops",
                               "bytes", "vs_vendor", "max_abs_err", "max_rel_err", "wrong", "reference"})
@@ -198,6 +203,8 @@ TEST_CASE("minidl bench: the table, JSON Lines and SVG, and a wrong kernel caugh
   }
   CHECK(kernel_records == rows);
   CHECK(wrong_records == 2);
+  CHECK(ragged_records == static_cast<int>(kernels_for("matmul", DeviceType::cpu).size() +
+                                           kernels_for("relu", DeviceType::cpu).size() - 2));  // naive is the reference
 
   // The SVG: well-formed, with both panels and the peaks it assumed.
   const std::string drawing = read_file(o.svg_path);

@@ -5,8 +5,10 @@
 //   minidl info                                        devices, driver/runtime/library versions, build,
 //                                                      settings from the environment, dist backends
 //   minidl bench [--op OP]... [--kernel NAME]... [--device cpu|cuda] [--shape KEY:SPEC]... [--repeat N]
-//                [--json FILE] [--svg FILE]            every kernel of every key, timed and checked
+//                [--json FILE] [--csv FILE] [--svg FILE]   every kernel of every key, timed and checked
+//                [--baseline OLD.json [--regression-threshold PCT] [--against NEW.json]]
 //                                                      (tools/bench/, docs/results/benchmarks.md)
+//   minidl bench --op OP --shape-sweep LO:HI:xF|+S [--sweep-spec SPEC] [--csv FILE] [--svg FILE]
 //   minidl compare [--example mnist|captcha] [--data DIR] [--epochs N] [--cpu-limit N] [--seed N]
 //                  [--out DIR] [-- FLAGS...]           the same training on the GPU and the CPU, side by side
 //                                                      (tools/compare.h, docs/compare.md)
@@ -21,8 +23,10 @@
 #include "core/strings.h"
 #include "dist/communicator.h"
 #include "examples/flags.h"
+#include "tools/bench/baseline.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
+#include "tools/bench/sweep.h"
 #include "tools/compare.h"
 #include "tools/kernel_table.h"
 #include "tools/plot.h"
@@ -46,6 +50,13 @@ static std::string shape_syntax_help() {
   help += "Sizes are whole numbers from 1 to 2147483647, each option is given at most once, and a case must fit the "
           "device's free memory (docs/results/benchmarks.md).\n";
   help += "e.g. --shape matmul:4096x4096x4096 --shape conv2d:128x64x32x32,128x64x3x3,s1p1\n";
+  help += "\nSweeps (--op OP --shape-sweep LO:HI:xF or LO:HI:+S): each size n goes where the letter n is in "
+          "--sweep-spec (default: matmul nxnxn, conv2d 8xnx16x16,nxnx3x3,s1p1); --csv and --svg get one line per "
+          "kernel.\n  e.g. --op matmul --shape-sweep 64:1024:x2 --csv sweep.csv --svg sweep.svg\n";
+  help += "\nBaselines (--baseline OLD.json, a file of --json): the same cases again, each kernel's median against "
+          "the old one, faster / slower / same within the noise of both runs; exit 3 when one is slower beyond "
+          "--regression-threshold (10%) and the noise. Exit 2: some kernel WRONG (on a timed shape, or on its "
+          "key's ragged shape).\n";
   return help;
 }
 
@@ -69,7 +80,8 @@ int main(int argc, char** argv) {
   bench->add_option("--op", b.ops, "only this op or key (repeatable; default: every key)");
   bench->add_option("--kernel", b.kernels, "only kernels of this name (repeatable; naive above "
                                            "5e8 FLOP runs only when named)");
-  bench->add_option("--device", b.device, "cpu, cuda or cuda:N (default cpu)");
+  b.device = "";  // run_bench: cpu, or the baseline's device
+  bench->add_option("--device", b.device, "cpu, cuda or cuda:N (default cpu, or --baseline's device)");
   bench->add_option("--shape", b.shapes, "KEY:SPEC, replacing the key's default shapes (repeatable; syntax below)");
   bench->add_option("--repeat", b.repeat, "timed calls per kernel and shape, at most (default 20)")
       ->check(examples::number_in(examples::FlagRange::whole<int>(1, 1000000)));
@@ -77,7 +89,21 @@ int main(int argc, char** argv) {
                     "seconds of timed calls per kernel and shape before fewer are made (default 0.25)")
       ->check(examples::number_in(examples::FlagRange::above(0).with_note("seconds")));
   bench->add_option("--json", b.json_path, "also write JSON Lines to FILE (a machine record, then one per kernel)");
-  bench->add_option("--svg", b.svg_path, "also draw GFLOP/s bars and a roofline to FILE");
+  bench->add_option("--svg", b.svg_path, "also draw GFLOP/s bars and a roofline to FILE (with --shape-sweep: "
+                                         "GFLOP/s against the size, a line per kernel)");
+  bench->add_option("--csv", b.csv_path, "also write one CSV line per kernel and shape to FILE");
+  bench->add_option("--shape-sweep", b.sweep, "LO:HI:xF or LO:HI:+S: time the --op's kernels at each size n "
+                                              "(64:1024:x2 is 64, 128, ..., 1024)");
+  bench->add_option("--sweep-spec", b.sweep_spec, "the --shape SPEC of a sweep, n where the size goes "
+                                                  "(default: matmul nxnxn, conv2d 8xnx16x16,nxnx3x3,s1p1)");
+  bench->add_option("--baseline", b.baseline_path, "an earlier --json FILE: run its cases again (unless --op, "
+                                                   "--shape or --kernel are given) and compare each kernel's time");
+  bench->add_option("--against", b.against_path, "with --baseline: compare this --json FILE with it instead of "
+                                                 "running anything (two saved runs)");
+  double regression_percent = 10;
+  bench->add_option("--regression-threshold", regression_percent,
+                    "with --baseline, percent slower (beyond the noise) that exits 3 (default 10)")
+      ->check(examples::number_in(examples::FlagRange::real(0, 1e6).with_note("percent")));
   std::string bench_precision;
   examples::add_precision_flag(bench, bench_precision);
   bench->footer(shape_syntax_help());
@@ -131,9 +157,24 @@ int main(int argc, char** argv) {
     if (!*info) check_environment();
     if (*bench) {
       for (const std::string& shape : b.shapes) bench::check_shape_flag(shape);
-      // Outputs only: the two must not be one file, and --json must not land on a file that is not a
-      // metrics log (a checkpoint given by mistake).
-      check_outputs_are_not_inputs({{"--json", b.json_path}, {"--svg", b.svg_path}}, {});
+      b.regression_threshold = regression_percent / 100;
+      if (!b.sweep.empty()) bench::plan_sweep(b);
+      MINIDL_CHECK(b.sweep_spec.empty() || !b.sweep.empty(), "bench: --sweep-spec needs --shape-sweep");
+      MINIDL_CHECK(!bench->count("--regression-threshold") || !b.baseline_path.empty(),
+                   "bench: --regression-threshold needs --baseline");
+      if (!b.baseline_path.empty()) bench::read_baseline(b.baseline_path);
+      if (!b.against_path.empty()) {
+        MINIDL_CHECK(!b.baseline_path.empty(), "bench: --against needs --baseline (the run it is compared with)");
+        MINIDL_CHECK(b.sweep.empty() && b.json_path.empty() && b.csv_path.empty() && b.svg_path.empty() &&
+                         b.ops.empty() && b.shapes.empty() && b.kernels.empty(),
+                     "bench: --against compares two saved runs and runs nothing: no --op, --shape, --kernel, "
+                     "--shape-sweep, --json, --csv or --svg with it");
+        bench::read_baseline(b.against_path, "--against");
+      }
+      // The outputs must not be one file nor the baseline, and --json must not land on a file that is not
+      // a metrics log (a checkpoint given by mistake).
+      check_outputs_are_not_inputs({{"--json", b.json_path}, {"--svg", b.svg_path}, {"--csv", b.csv_path}},
+                                   {{"--baseline", b.baseline_path}});
       if (!b.json_path.empty()) check_metrics_log(b.json_path, "--json");
     }
     if (*compare) {

@@ -5,7 +5,10 @@
 //   tools/bench/case.h, cases_*.cpp   per key: shapes, inputs, FLOP and byte model, how to call a kernel
 //   tools/bench/machine.h             the device's peaks, the cache flush, the load calibration
 //   tools/bench/harness.cpp           selection, reference, timing (this header's run_bench)
-//   tools/bench/report.h              the table, JSON Lines and the SVG
+//   tools/bench/report.h              the table, JSON Lines, CSV and the SVGs
+//   tools/bench/ragged.cpp            the shape each key is also checked on, sizes that fill no tile
+//   tools/bench/sweep.h               --shape-sweep: a range of sizes put into a shape
+//   tools/bench/baseline.h            --baseline: this run against an earlier --json file
 #pragma once
 #include <cstdio>
 #include <string>
@@ -26,12 +29,31 @@ struct BenchOptions {
   // reference is then the CPU's vendor kernel when the key has one (naive 1024^3 takes ~9 s).
   double naive_flop_limit = 5e8;
   std::string json_path;  // JSON Lines, one record per line
-  std::string svg_path;   // GFLOP/s bars and a roofline
+  std::string svg_path;   // GFLOP/s bars and a roofline; with a sweep, GFLOP/s against the size
+  std::string csv_path;   // one line per kernel and shape
+  // --shape-sweep "LO:HI:xF" or "LO:HI:+S" (tools/bench/sweep.h): the sizes put into sweep_spec, for the
+  // keys of one --op. sweep_spec "" is the op's default (matmul "nxnxn").
+  std::string sweep;
+  std::string sweep_spec;
+  // --baseline FILE: an earlier --json file compared with this run (tools/bench/baseline.h); a kernel
+  // slower by more than regression_threshold (a fraction) and more than the noise is a regression.
+  std::string baseline_path;
+  double regression_threshold = 0.10;
+  // --against NEW.json, with --baseline: compare two saved runs; nothing is run or measured.
+  std::string against_path;
 };
 
-// Runs the benchmark and prints the table to `out`. Throws minidl::Error for an unknown op, kernel,
-// device or malformed shape. Returns 0, or 2 when some kernel's output differs from the reference by
-// more than kWrongRelativeError (the table marks it WRONG).
+// run_bench's exit statuses (also `minidl bench`'s): 0 all right; kExitWrong when some kernel's output
+// differs from the reference, on a timed shape or on its key's ragged shape; kExitRegression when, with
+// --baseline and no kernel wrong, some kernel is slower than in the baseline beyond the threshold.
+constexpr int kExitWrong = 2;
+constexpr int kExitRegression = 3;
+
+// Runs the benchmark and prints the table to `out`: every case, then every key's kernels once on the
+// key's ragged shape (sizes that divide no tile, against the naive CPU kernel), then with a baseline the
+// comparison. Throws minidl::Error for an unknown op, kernel, device, malformed shape, sweep or baseline
+// file. Returns 0, kExitWrong when some kernel's output differs from the reference by more than
+// kWrongRelativeError (the table marks it WRONG), or kExitRegression (above).
 int run_bench(const BenchOptions& options, std::FILE* out);
 
 // max |got - ref| / max |ref| above which a kernel is reported WRONG; kTf32RelativeError for kernels that

@@ -87,6 +87,10 @@ const std::vector<CaseFamily>& case_families();
 const CaseFamily* find_case_family(const std::string& key);
 // The entry of `key` in its family (nullptr when no family serves it).
 const CaseKey* find_case_key(const std::string& key);
+// The shape every kernel of `key` is checked on once, whatever shapes are timed: sizes that divide no
+// tile (tools/bench/ragged.cpp). Its family's example for a key the table does not list; "" for a key
+// no family serves.
+std::string ragged_spec(const std::string& key);
 
 // The families of each file of cases.
 void add_elementwise_cases(std::vector<CaseFamily>& families);  // cases_elementwise.cpp

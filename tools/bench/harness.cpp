@@ -14,6 +14,11 @@
 //      reserve made) and the cache flush. Each call is timed by the backend's time_on_device (CUDA events
 //      on the GPU, the host clock around a synchronisation on the CPU). Median and min are reported.
 //   4. The machine: a calibration workload timed before and after; a spread above 10% prints a warning.
+//   5. Per key, after its cases: every kernel called once on the key's ragged shape (tools/bench/ragged.cpp:
+//      sizes that divide no tile), untimed, and compared with the naive CPU kernel, so that a kernel wrong
+//      only on partial tiles is caught even when every timed shape fills whole tiles.
+// With --shape-sweep the shapes are the sweep's (tools/bench/sweep.h); with --baseline the rows are then
+// compared with an earlier --json file (tools/bench/baseline.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -25,10 +30,12 @@
 #include "core/precision.h"
 #include "core/random.h"
 #include "core/strings.h"
+#include "tools/bench/baseline.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
 #include "tools/bench/machine.h"
 #include "tools/bench/report.h"
+#include "tools/bench/sweep.h"
 #include "tools/kernel_table.h"
 
 namespace minidl {
@@ -194,7 +201,25 @@ void time_kernel(const KernelInfo& k, BenchCase& c, Device d, CacheFlush& flush,
   row.status = "ok";
   row.runs = runs;
   row.min_s = times.front();
+  row.max_s = times.back();
   row.median_s = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+  if (runs >= kSpreadRuns && row.min_s > 0) row.spread = (row.median_s - row.min_s) / row.min_s;
+}
+
+// The outputs of the reference kernel `ref` on (key, spec): case c itself on the CPU, a CPU copy of it
+// (the same seed) for a case on a GPU.
+std::vector<std::vector<double>> reference_outputs(const std::string& key, const std::string& spec,
+                                                   const CaseFamily& family, const BenchCase& c, Device d,
+                                                   const KernelInfo& ref) {
+  BenchCase ref_case = c;
+  if (!d.is_cpu()) {
+    manual_seed(kSeed);
+    ref_case = family.make(key, spec, Device::cpu());
+  }
+  const std::string why = ref_case.prepare ? ref_case.prepare(ref) : "";
+  MINIDL_CHECK(why.empty(), "bench: the reference ", ref.name, " of ", key, " cannot run: ", why);
+  MINIDL_CHECK(ref_case.run(ref), "bench: the reference kernel ", ref.name, " of ", key, " declined ", spec);
+  return snapshot(ref_case);
 }
 
 // One case: every selected kernel of `key` on d at `spec`.
@@ -237,16 +262,7 @@ std::vector<Row> run_case(const std::string& key, const DefaultShape& shape, con
   std::vector<std::vector<double>> ref_outputs;
   bool have_reference = false;
   if (!to_time.empty() && ref.kernel) {
-    BenchCase ref_case = c;
-    if (!d.is_cpu()) {
-      manual_seed(kSeed);
-      ref_case = family.make(key, shape.spec, Device::cpu());
-    }
-    const std::string why = ref_case.prepare ? ref_case.prepare(*ref.kernel) : "";
-    MINIDL_CHECK(why.empty(), "bench: the reference ", ref.kernel->name, " of ", key, " cannot run: ", why);
-    MINIDL_CHECK(ref_case.run(*ref.kernel), "bench: the reference kernel ", ref.kernel->name, " of ", key,
-                 " declined ", shape.spec);
-    ref_outputs = snapshot(ref_case);
+    ref_outputs = reference_outputs(key, shape.spec, family, c, d, *ref.kernel);
     have_reference = true;
   }
   for (Row& row : rows) row.reference = have_reference ? ref.why : "not run (no kernel timed)";
@@ -270,8 +286,51 @@ std::vector<Row> run_case(const std::string& key, const DefaultShape& shape, con
     if (row.is_default) notes.push_back("default");
     if (d.is_cpu() && ref.kernel && row.kernel == ref.kernel->name && row.status == "ok") notes.push_back("reference");
     if (row.wrong) notes.push_back("WRONG");
-    if (row.status == "ok" && row.runs >= 3 && row.median_s > 1.1 * row.min_s) notes.push_back("noisy");
+    if (row.spread > kNoisySpread) notes.push_back("noisy");
     row.note = join(notes, "; ");
+  }
+  return rows;
+}
+
+// The ragged check of `key` (the method's step 5): every shown kernel of the key on d called once on the
+// key's ragged shape and compared with the naive CPU kernel (naive on the CPU is the reference itself and
+// is left out). Rows with status "ok" (and `wrong` set when the error is too large), "declined" or
+// "skipped"; none when no kernel is shown or the key has no naive CPU kernel.
+std::vector<Row> check_ragged(const std::string& key, const CaseFamily& family, Device d, const BenchOptions& o) {
+  const std::string spec = ragged_spec(key);
+  const KernelInfo* naive = nullptr;
+  for (const KernelInfo* k : kernels_of(key, DeviceType::cpu))
+    if (k->name == "naive") naive = k;
+  std::vector<const KernelInfo*> to_check;
+  for (const KernelInfo* k : kernels_of(key, d.type))
+    if ((o.kernels.empty() || contains(o.kernels, k->name)) && !(d.is_cpu() && k == naive)) to_check.push_back(k);
+  if (!naive || to_check.empty() || spec.empty()) return {};
+
+  manual_seed(kSeed);
+  BenchCase c = family.make(key, spec, d);
+  const std::vector<std::vector<double>> ref = reference_outputs(key, spec, family, c, d, *naive);
+  std::vector<Row> rows;
+  for (const KernelInfo* k : to_check) {
+    Row row;
+    row.key = key;
+    row.shape = spec;
+    row.label = "ragged";
+    row.kernel = k->name;
+    row.flops = c.flops;
+    row.bytes = c.bytes;
+    row.reference = "naive";
+    SelectedWhileTimed selected(*k);
+    const std::string why = c.prepare ? c.prepare(*k) : "";
+    if (!why.empty()) {
+      row.status = "skipped";
+      row.note = why;
+    } else if (!c.run(*k)) {
+      row.status = "declined";
+    } else {
+      row.status = "ok";
+      compare(c, ref, d, row);
+    }
+    rows.push_back(row);
   }
   return rows;
 }
@@ -314,13 +373,34 @@ double check_shape_flag(const std::string& value) {
   return bytes;
 }
 
-int run_bench(const BenchOptions& o, std::FILE* out) {
+int run_bench(const BenchOptions& given, std::FILE* out) {
+  BenchOptions o = given;
   MINIDL_CHECK(o.repeat >= 1, "bench: --repeat must be at least 1");
+  MINIDL_CHECK(o.regression_threshold >= 0, "bench: --regression-threshold must be at least 0");
+  if (!o.against_path.empty()) {
+    MINIDL_CHECK(!o.baseline_path.empty(), "bench: --against needs --baseline (the run it is compared with)");
+    return compare_files(o.baseline_path, o.against_path, o.regression_threshold, out);
+  }
+  // The baseline first: a file that cannot be read stops the run before anything is measured.
+  BaselineFile baseline;
+  if (!o.baseline_path.empty()) {
+    baseline = read_baseline(o.baseline_path);
+    use_baseline_cases(baseline, o);
+  }
+  if (o.device.empty()) o.device = "cpu";
   const Device d = Device::parse(o.device);
   check_device_usable(d);
   check_ops_known(o.ops, "bench --op");
+  // A sweep's sizes, by the shape each one makes.
+  std::map<std::string, int64_t> sweep_size_of;
+  std::string sweep_spec;
+  if (!o.sweep.empty()) {
+    const SweepPlan plan = plan_sweep(o);
+    o.shapes = plan.shapes;
+    sweep_spec = plan.spec;
+    for (size_t i = 0; i < plan.sizes.size(); ++i) sweep_size_of[sweep_shape(plan.spec, plan.sizes[i])] = plan.sizes[i];
+  }
   const std::map<std::string, std::vector<std::string>> shapes = parse_shapes(o.shapes);
-
   // The keys: those of --op, else those named by --shape, else all; in the table's order.
   std::vector<std::string> keys;
   std::set<std::string> kernel_names;
@@ -387,9 +467,17 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
       }
       std::vector<Row> rows = run_case(key, shape, *family, d, flush, o);
       if (rows.empty()) continue;
+      const auto size = sweep_size_of.find(shape.spec);
+      for (Row& row : rows) row.size = size == sweep_size_of.end() ? 0 : size->second;
       print_case(out, rows);
       std::fflush(out);
       report.rows.insert(report.rows.end(), rows.begin(), rows.end());
+    }
+    const std::vector<Row> ragged = check_ragged(key, *family, d, o);
+    if (!ragged.empty()) {
+      print_ragged(out, ragged);
+      std::fflush(out);
+      report.ragged.insert(report.ragged.end(), ragged.begin(), ragged.end());
     }
   }
   report.after = calibrate(report.machine, 5);
@@ -397,9 +485,28 @@ int run_bench(const BenchOptions& o, std::FILE* out) {
     std::fprintf(out, "peak revised (a calibration after the run was faster): %s\n", report.machine.spec.how.c_str());
   print_summary(out, report);
   if (!o.json_path.empty()) write_json_lines(o.json_path, report);
-  if (!o.svg_path.empty()) write_svg(o.svg_path, report);
-  const bool any_wrong = std::any_of(report.rows.begin(), report.rows.end(), [](const Row& r) { return r.wrong; });
-  return any_wrong ? 2 : 0;
+  if (!o.csv_path.empty()) write_csv(o.csv_path, report);
+  if (!o.svg_path.empty()) {
+    if (o.sweep.empty())
+      write_svg(o.svg_path, report);
+    else
+      write_sweep_svg(o.svg_path, report, sweep_spec, o.sweep.find(":x") != std::string::npos);
+  }
+  const auto is_wrong = [](const Row& r) { return r.wrong; };
+  const bool any_wrong = std::any_of(report.rows.begin(), report.rows.end(), is_wrong) ||
+                         std::any_of(report.ragged.begin(), report.ragged.end(), is_wrong);
+  int regressions = 0;
+  if (!o.baseline_path.empty()) {
+    const BaselineComparison comparison =
+        compare_with_baseline(
+        baseline.cases, timed_cases(report), o.regression_threshold,
+        calibration_drift(baseline.calibration_ms, {report.before.median_s * 1e3, report.after.median_s * 1e3}));
+    std::fprintf(out, "\n");
+    print_comparison(out, baseline, comparison, o.regression_threshold);
+    regressions = comparison.regressions();
+  }
+  if (any_wrong) return kExitWrong;
+  return regressions ? kExitRegression : 0;
 }
 
 }  // namespace bench

@@ -1,4 +1,5 @@
-// tools/bench/report.cpp — the table, the JSON Lines and the SVG of tools/bench/report.h.
+// tools/bench/report.cpp — the table, the JSON Lines, the CSV and the bars-and-roofline SVG of
+// tools/bench/report.h (the sweep's chart is tools/bench/sweep_chart.cpp).
 #include "tools/bench/report.h"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "tools/bench/bench.h"
 #include "tools/svg.h"
 
@@ -97,6 +99,28 @@ void print_case(std::FILE* out, const std::vector<Row>& rows) {
   std::fprintf(out, "\n");
 }
 
+void print_ragged(std::FILE* out, const std::vector<Row>& rows) {
+  const Row& first = rows.front();
+  std::fprintf(out, "%s %s -- ragged (sizes that divide no tile; correctness only): reference naive\n",
+               first.key.c_str(), first.shape.c_str());
+  std::fprintf(out, "  %-20s %8s %8s  %s\n", "kernel", "max err", "rel err", "result");
+  std::vector<std::string> wrong;
+  for (const Row& row : rows) {
+    const std::string result = row.status != "ok" ? row.status + (row.note.empty() ? "" : ": " + row.note)
+                               : row.wrong        ? std::string("WRONG")
+                                                  : std::string("ok");
+    std::fprintf(out, "  %-20s %8s %8s  %s\n", row.kernel.c_str(), error_cell(row).c_str(),
+                 row.max_rel_err < 0 ? "-" : cell(row.max_rel_err, "%.1e").c_str(), result.c_str());
+    if (row.wrong) wrong.push_back(row.kernel);
+  }
+  if (!wrong.empty())
+    std::fprintf(out,
+                 "  RAGGED CHECK FAILED: %s %s wrong on %s %s, though a timed shape may look right: check the "
+                 "partial tiles (loop bounds, edge guards)\n",
+                 join(wrong, ", ").c_str(), wrong.size() > 1 ? "are" : "is", first.key.c_str(), first.shape.c_str());
+  std::fprintf(out, "\n");
+}
+
 void print_summary(std::FILE* out, const Report& r) {
   int wrong = 0, noisy = 0;
   for (const Row& row : r.rows) {
@@ -122,6 +146,12 @@ void print_summary(std::FILE* out, const Report& r) {
     std::fprintf(out, "%d row(s) above the measured peak: the machine was busier while the peak was measured\n",
                  above_peak);
   if (wrong) std::fprintf(out, "%d kernel(s) WRONG: their output differs from the reference\n", wrong);
+  std::vector<std::string> ragged_wrong;
+  for (const Row& row : r.ragged)
+    if (row.wrong) ragged_wrong.push_back(row.key + " " + row.kernel);
+  if (!ragged_wrong.empty())
+    std::fprintf(out, "%zu kernel(s) WRONG on their key's ragged shape: %s\n", ragged_wrong.size(),
+                 join(ragged_wrong, ", ").c_str());
 }
 
 // ---------------------------------------------------------------- JSON Lines
@@ -145,6 +175,8 @@ void write_json_lines(const std::string& path, const Report& r) {
                             {"load", m.load},
                             {"calibration_spread_before", number(r.before.spread)},
                             {"calibration_spread_after", number(r.after.spread)},
+                            {"calibration_median_ms_before", number(r.before.median_s * 1e3)},
+                            {"calibration_median_ms_after", number(r.after.median_s * 1e3)},
                             {"loaded", r.loaded()},
                             {"repeat", r.repeat}};
   out << machine.dump() << "\n";
@@ -166,6 +198,9 @@ void write_json_lines(const std::string& path, const Report& r) {
     const bool ok = row.status == "ok";
     j["median_ms"] = ok ? number(row.median_s * 1e3) : nlohmann::ordered_json();
     j["min_ms"] = ok ? number(row.min_s * 1e3) : nlohmann::ordered_json();
+    j["max_ms"] = ok ? number(row.max_s * 1e3) : nlohmann::ordered_json();
+    j["spread"] = ok ? optional(row.spread) : nlohmann::ordered_json();
+    j["size"] = row.size > 0 ? nlohmann::ordered_json(row.size) : nlohmann::ordered_json();
     j["gflops"] = ok && row.flops > 0 ? number(row.gflops()) : nlohmann::ordered_json();
     j["gbs"] = ok && row.bytes > 0 ? number(row.gbytes_per_s()) : nlohmann::ordered_json();
     j["vendor"] = row.vendor;
@@ -175,6 +210,58 @@ void write_json_lines(const std::string& path, const Report& r) {
     j["wrong"] = row.wrong;
     out << j.dump() << "\n";
   }
+  for (const Row& row : r.ragged) {
+    const nlohmann::ordered_json j = {{"record", "ragged"},
+                                      {"device", m.device.str()},
+                                      {"key", row.key},
+                                      {"shape", row.shape},
+                                      {"kernel", row.kernel},
+                                      {"status", row.status},
+                                      {"reference", row.reference},
+                                      {"max_abs_err", optional(row.max_abs_err)},
+                                      {"max_rel_err", optional(row.max_rel_err)},
+                                      {"wrong", row.wrong}};
+    out << j.dump() << "\n";
+  }
+}
+
+// ---------------------------------------------------------------- CSV
+namespace {
+
+// A CSV field: as it is, or quoted (quotes doubled) when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+// A number for CSV: "" when absent (negative, not finite).
+std::string csv_number(double v) {
+  if (v < 0 || !std::isfinite(v)) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+void write_csv(const std::string& path, const Report& r) {
+  std::ofstream out(path);
+  MINIDL_CHECK(out.good(), "bench: cannot write ", path);
+  out << "device,key,shape,size,kernel,status,median_ms,min_ms,max_ms,spread,runs,gflops,gbs,max_rel_err,wrong\n";
+  for (const Row& row : r.rows) {
+    if (!row.shown) continue;
+    const bool ok = row.status == "ok";
+    out << csv_field(r.machine.device.str()) << ',' << csv_field(row.key) << ',' << csv_field(row.shape) << ','
+        << (row.size > 0 ? std::to_string(row.size) : "") << ',' << csv_field(row.kernel) << ',' << row.status << ','
+        << (ok ? csv_number(row.median_s * 1e3) : "") << ',' << (ok ? csv_number(row.min_s * 1e3) : "") << ','
+        << (ok ? csv_number(row.max_s * 1e3) : "") << ',' << (ok ? csv_number(row.spread) : "") << ',' << row.runs
+        << ',' << (ok && row.flops > 0 ? csv_number(row.gflops()) : "") << ','
+        << (ok && row.bytes > 0 ? csv_number(row.gbytes_per_s()) : "") << ',' << csv_number(row.max_rel_err) << ','
+        << (row.wrong ? "true" : "false") << '\n';
+  }
+  MINIDL_CHECK(out.good(), "bench: cannot write ", path);
 }
 
 // ---------------------------------------------------------------- SVG
