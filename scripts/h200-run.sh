@@ -25,7 +25,8 @@
 #                    (kernel names and GPU times only, --clock-control none), and plain bench runs alternated
 #   tf32_conv        the convolution ladder against cuDNN with TF32 allowed on both sides (MINIDL_TF32=1)
 #   lab2             issue 25: mnist and captcha bench with the default order and with --kernel '*=auto'
-#                    alternated twice, MINIDL_PROFILE=1 and =shapes on an MNIST step, its shapes benched
+#                    alternated twice, MINIDL_PROFILE=1 and =shapes on an MNIST step, its shapes benched,
+#                    matmul benched against a baseline of itself, a matmul size sweep (CSV and SVG)
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -178,7 +179,12 @@ for s in "${steps[@]}"; do
       MINIDL_PROFILE=shapes MINIDL_PROFILE_FILE="$out/mnist_shapes.txt" run mnist_shapes 60 "$bin/mnist" bench \
         --device cuda --steps 5 --warmup 1
       # shellcheck disable=SC2046  # one --shape argument per line of the file
-      run bench_mnist_shapes 150 "$bin/minidl" bench --device cuda --budget 0.05 $(cat "$out/mnist_shapes.txt") ;;
+      run bench_mnist_shapes 150 "$bin/minidl" bench --device cuda --budget 0.05 $(cat "$out/mnist_shapes.txt")
+      # baselines and sweeps on the GPU: the matmul cases twice (the second against the first), a size sweep
+      run bench_matmul_old 120 "$bin/minidl" bench --device cuda --op matmul --json "$out/matmul_old.json"
+      run bench_matmul_new 120 "$bin/minidl" bench --baseline "$out/matmul_old.json"
+      run sweep_matmul 150 "$bin/minidl" bench --device cuda --op matmul --shape-sweep 128:2048:x2 --budget 0.05 \
+        --csv "$out/matmul_sweep_cuda.csv" --svg "$out/matmul_sweep_cuda.svg" ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"
