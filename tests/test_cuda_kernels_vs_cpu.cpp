@@ -19,6 +19,7 @@
 #include "core/random.h"
 #include "ops/ops.h"
 #include "tests/env_scope.h"
+#include "tests/kernel_contract_check.h"
 #include "tests/skips.h"
 #include "tests/test_util.h"
 
@@ -403,24 +404,23 @@ TEST_CASE("cuda conv2d kernels match the naive CPU kernels (all three stages)", 
       if (d.is_cpu()) return;
       const Tensor xd = x.to(d), wd = w.to(d);
       Tensor y = empty_on(ys, d);
-      dispatch<Conv2dKernel>("conv2d", d, xd, wd, y, c.p);
-      CHECK(last_kernel("conv2d", d.type) == name);
+      CHECK(call_under_contract<Conv2dKernel>("conv2d", d, name, xd, wd, y, c.p).verdict == "");  // partial kernels
       CHECK(compare_conv(name, y, y_ref, fwd_terms) == "");
     });
     for_each_kernel("conv2d.backward_input", [&](Device d, const std::string& name) {
       if (d.is_cpu()) return;
       const Tensor gyd = gy.to(d), wd = w.to(d);
       Tensor gx = empty_on(c.x, d);
-      dispatch<Conv2dBackwardInputKernel>("conv2d.backward_input", d, gyd, wd, gx, c.p);
-      CHECK(last_kernel("conv2d.backward_input", d.type) == name);
+      CHECK(call_under_contract<Conv2dBackwardInputKernel>("conv2d.backward_input", d, name, gyd, wd, gx, c.p)
+                .verdict == "");
       CHECK(compare_conv(name, gx, gx_ref, bwd_input_terms) == "");
     });
     for_each_kernel("conv2d.backward_weight", [&](Device d, const std::string& name) {
       if (d.is_cpu()) return;
       const Tensor xd = x.to(d), gyd = gy.to(d);
       Tensor gw = empty_on(c.w, d);
-      dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", d, xd, gyd, gw, c.p);
-      CHECK(last_kernel("conv2d.backward_weight", d.type) == name);
+      CHECK(call_under_contract<Conv2dBackwardWeightKernel>("conv2d.backward_weight", d, name, xd, gyd, gw, c.p)
+                .verdict == "");
       CHECK(compare_conv(name, gw, gw_ref, bwd_weight_terms) == "");
     });
   }
