@@ -1,5 +1,6 @@
-// core/dispatch.cpp — the dispatch table: registration, selection (a kernel's name, or `auto`), the
-// candidate lists, the usage notes and log, and the gathering of the profile (core/dispatch.h).
+// core/dispatch.cpp — the dispatch table: registration, selection (a kernel's name, or `auto`, for an op or
+// one of its stages), the candidate lists, the usage notes and log, and the gathering of the profile
+// (core/dispatch.h).
 #include "core/dispatch.h"
 
 #include <algorithm>
@@ -21,11 +22,16 @@
 #include "core/did_you_mean.h"
 #include "core/kernel_auto.h"
 #include "core/kernel_profile.h"
+#include "core/selection_target.h"
 #include "core/settings.h"
 
 namespace minidl {
 
 void ensure_registered();  // core/registry_init.cpp
+
+// Whether a selection of `target` (an op, or one stage: core/selection_target.h) covers kernel k.
+static bool in_target(const KernelInfo& k, const std::string& target) { return key_in_target(k.key, target); }
+static std::string op_of(const std::string& key) { return op_of_key(key); }
 
 // One (key, device) of the table: its current candidate list and what its last call did.
 struct KeySlot {
@@ -45,7 +51,8 @@ struct KeySlot {
 struct KernelRegistry::Impl {
   std::mutex mutex;  // guards everything below but the slots' own state
   std::vector<std::unique_ptr<KernelInfo>> kernels;
-  // (op, device) -> selected name; op "*" holds the `auto` of every op without a selection of its own
+  // (target, device) -> selected name, where the target is an op or "op.stage" (in_target above); op "*"
+  // holds the `auto` of every op without a selection of its own
   std::map<std::pair<std::string, int>, std::string> selection;
   std::atomic<bool> any_auto{false};  // some selection is "auto" (watch() reads it on every call)
   // key -> its slot per device type (slots are never removed: a dispatch may hold one)
@@ -79,12 +86,18 @@ struct KernelRegistry::Impl {
     const std::vector<const KernelInfo*>* old = s.candidates.exchange(nullptr);
     if (old) retired_lists.emplace_back(old);
   }
-  // The selection of (op, device): its own, else the "*" one (`auto` for every op), else "". Caller holds `mutex`.
-  std::string selection_of(const std::string& op, DeviceType device) const {
-    auto own = selection.find({op, static_cast<int>(device)});
+  // The selection of (target, device): its own, else the "*" one (`auto` for every op), else "". Caller
+  // holds `mutex`.
+  std::string selection_of(const std::string& target, DeviceType device) const {
+    auto own = selection.find({target, static_cast<int>(device)});
     if (own != selection.end()) return own->second;
     auto every = selection.find({"*", static_cast<int>(device)});
     return every == selection.end() ? "" : every->second;
+  }
+  // The selection that orders the kernels of (key, device): the stage's own, else the op's. Caller holds `mutex`.
+  std::string selection_for_key(const std::string& key, DeviceType device) const {
+    auto stage = selection.find({stage_target_of(key), static_cast<int>(device)});
+    return stage != selection.end() ? stage->second : selection_of(op_of(key), device);
   }
   // Builds the ordered list of (key, device): the selected kernel first, then by descending priority
   // (registration order between equal priorities). Under `auto` the list keeps the priority order: the
@@ -95,7 +108,7 @@ struct KernelRegistry::Impl {
       if (k->key == key && k->device == device) list.push_back(k.get());
     std::stable_sort(list.begin(), list.end(),
                      [](const KernelInfo* a, const KernelInfo* b) { return a->priority > b->priority; });
-    const std::string selected = selection_of(key.substr(0, key.find('.')), device);
+    const std::string selected = selection_for_key(key, device);
     auto chosen = std::find_if(list.begin(), list.end(), [&](const KernelInfo* k) { return k->name == selected; });
     if (chosen != list.end()) std::rotate(list.begin(), chosen, chosen + 1);
     return list;
@@ -194,16 +207,16 @@ const std::vector<const KernelInfo*>& KernelRegistry::candidates(const std::stri
   KeySlot& slot = s.slot(key, device);
   if (const std::vector<const KernelInfo*>* list = slot.candidates.load()) return *list;
   auto* list = new std::vector<const KernelInfo*>(s.build_list(key, device));
-  slot.auto_select.store(s.selection_of(key.substr(0, key.find('.')), device) == "auto" && kernel_auto_may_time(key));
+  slot.auto_select.store(s.selection_for_key(key, device) == "auto" && kernel_auto_may_time(key));
   slot.candidates.store(list);
   return *list;
 }
 
-static std::string list_kernels_of(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op,
+static std::string list_kernels_of(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& target,
                                    int device) {
   std::set<std::string> names;
   for (const auto& k : kernels)
-    if (k->op == op && (device < 0 || static_cast<int>(k->device) == device))
+    if (in_target(*k, target) && (device < 0 || static_cast<int>(k->device) == device))
       names.insert(k->name + (device < 0 ? std::string("@") + device_type_name(k->device) : ""));
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -218,20 +231,32 @@ static std::string list_ops(const std::vector<std::unique_ptr<KernelInfo>>& kern
   return out;
 }
 
-// " (did you mean 'matmul'?)" for a misspelled op, or a kernel name of `op` on `device` (core/did_you_mean.h).
-static std::string suggest_op(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op) {
-  std::set<std::string> ops;
-  for (const auto& k : kernels) ops.insert(k->op);
-  return did_you_mean(op, ops);
+// The stages of `op` as selection targets: "conv2d.backward_input, conv2d.backward_weight, conv2d.forward".
+static std::string list_stages_of(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op) {
+  std::set<std::string> stages;
+  for (const auto& k : kernels)
+    if (k->op == op) stages.insert(stage_target_of(k->key));
+  std::string out;
+  for (const auto& stage : stages) out += (out.empty() ? "" : ", ") + stage;
+  return out;
 }
-static std::string suggest_kernel(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& op,
+
+// " (did you mean 'matmul'?)" for a misspelled op or stage, or a kernel name of `target` on `device`
+// (core/did_you_mean.h).
+static std::string suggest_target(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& target) {
+  std::set<std::string> targets;
+  for (const auto& k : kernels) targets.insert(is_stage_target(target) ? stage_target_of(k->key) : k->op);
+  return did_you_mean(target, targets);
+}
+static std::string suggest_kernel(const std::vector<std::unique_ptr<KernelInfo>>& kernels, const std::string& target,
                                   DeviceType device, const std::string& name) {
   std::set<std::string> names;
   for (const auto& k : kernels)
-    if (k->op == op && k->device == device) names.insert(k->name);
+    if (in_target(*k, target) && k->device == device) names.insert(k->name);
   return did_you_mean(name, names);
 }
 
+// `op` is a selection target: an op, or one stage "op.stage" (in_target at the top of this file).
 void KernelRegistry::select(const std::string& op, DeviceType device, const std::string& name) {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -239,18 +264,24 @@ void KernelRegistry::select(const std::string& op, DeviceType device, const std:
   const bool every_op = op == "*";
   bool op_known = every_op, name_known = name == "auto";
   for (const auto& k : s.kernels) {
-    if (k->op != op) continue;
+    if (!in_target(*k, op)) continue;
     op_known = true;
     if (k->device == device && k->name == name) name_known = true;
   }
-  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'", suggest_op(s.kernels, op), "; ops: ",
+  if (!op_known && is_stage_target(op)) {  // a known op's unknown stage lists the stages, else the ops
+    const std::string stages = list_stages_of(s.kernels, op_of(op));
+    MINIDL_CHECK(stages.empty(), "kernel selection: unknown stage '", op, "'", suggest_target(s.kernels, op),
+                 "; stages of ", op_of(op), ": ", stages, " (or ", op_of(op), " for all of them)");
+  }
+  MINIDL_CHECK(op_known, "kernel selection: unknown op '", op, "'", suggest_target(s.kernels, op), "; ops: ",
                list_ops(s.kernels));
   const bool clear = name.empty() || name == "default";
   MINIDL_CHECK(!every_op || clear || name == "auto", "kernel selection: every op ('*') can only be given auto, not '",
                name, "'");
-  MINIDL_CHECK(clear || name_known, "kernel selection: op '", op, "' has no kernel '", name, "' on ",
-               device_type_name(device), suggest_kernel(s.kernels, op, device, name), "; kernels there: ",
-               list_kernels_of(s.kernels, op, dev), " (or auto: the fastest per call shape)");
+  MINIDL_CHECK(clear || name_known, "kernel selection: ", is_stage_target(op) ? "stage '" : "op '", op,
+               "' has no kernel '", name, "' on ", device_type_name(device),
+               suggest_kernel(s.kernels, op, device, name), "; kernels there: ", list_kernels_of(s.kernels, op, dev),
+               " (or auto: the fastest per call shape)");
   auto it = s.selection.find({op, dev});
   const std::string before = it == s.selection.end() ? "" : it->second;
   const std::string after = clear ? "" : name;
@@ -263,7 +294,7 @@ void KernelRegistry::select(const std::string& op, DeviceType device, const std:
   for (const auto& entry : s.selection) any_auto = any_auto || entry.second == "auto";
   s.any_auto.store(any_auto);
   for (auto& [key, per_device] : s.slots)
-    if ((every_op || key.substr(0, key.find('.')) == op) && per_device[static_cast<size_t>(device)])
+    if ((every_op || op_of(key) == op || stage_target_of(key) == op) && per_device[static_cast<size_t>(device)])
       s.invalidate(*per_device[static_cast<size_t>(device)]);
 }
 
@@ -492,13 +523,13 @@ void apply_kernel_spec(KernelRegistry& registry, const std::string& spec) {
       std::set<std::string> unique, plain_names;
       std::string names;
       for (const KernelInfo* k : registry.all())
-        if (k->op == op && unique.insert(k->name + "@" + device_type_name(k->device)).second) {
+        if (in_target(*k, op) && unique.insert(k->name + "@" + device_type_name(k->device)).second) {
           names += (names.empty() ? "" : ", ") + k->name + "@" + device_type_name(k->device);
           plain_names.insert(k->name);
         }
       if (names.empty()) throw Error(first_error);
-      throw Error(str_cat("kernel selection: op '", op, "' has no kernel '", name, "'", did_you_mean(name, plain_names),
-                          "; kernels: ", names));
+      throw Error(str_cat("kernel selection: ", is_stage_target(op) ? "stage '" : "op '", op, "' has no kernel '", name,
+                          "'", did_you_mean(name, plain_names), "; kernels: ", names));
     }
   }
 }
@@ -513,11 +544,15 @@ std::string last_kernel(const std::string& key, DeviceType device) {
 
 void reset_kernel_selection() {
   KernelRegistry& registry = KernelRegistry::instance();
-  std::set<std::string> ops;
-  for (const KernelInfo* k : registry.all()) ops.insert(k->op);
-  ops.insert("*");
-  for (const auto& op : ops)
-    for (DeviceType d : {DeviceType::cpu, DeviceType::cuda}) registry.select(op, d, "");
+  std::set<std::string> targets;  // every op and every stage
+  for (const KernelInfo* k : registry.all()) {
+    targets.insert(k->op);
+    targets.insert(stage_target_of(k->key));
+  }
+  targets.insert("*");
+  for (const auto& target : targets)
+    for (DeviceType d : {DeviceType::cpu, DeviceType::cuda})
+      if (!registry.selected(target, d).empty()) registry.select(target, d, "");  // most have none: skip the check
 }
 
 }  // namespace minidl

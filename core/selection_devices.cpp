@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/dispatch.h"
+#include "core/selection_target.h"
 #include "core/strings.h"
 
 namespace minidl {
@@ -20,10 +21,10 @@ std::vector<std::string> selections_unused_by(const std::string& spec, const std
     if (eq == std::string::npos || eq == 0 || eq + 1 >= item.size()) continue;
     const std::string op = item.substr(0, eq), name = item.substr(eq + 1);
     if (name == "default") continue;
-    std::set<std::string> where;  // device types that have kernel `name` of `op`
+    std::set<std::string> where;  // device types that have kernel `name` of `op` (an op or one stage)
     bool on_used_device = false;
     for (const KernelInfo* k : KernelRegistry::instance().all()) {
-      if (k->op != op || k->name != name) continue;
+      if (!key_in_target(k->key, op) || k->name != name) continue;
       where.insert(device_type_name(k->device));
       if (std::find(used.begin(), used.end(), k->device) != used.end()) on_used_device = true;
     }

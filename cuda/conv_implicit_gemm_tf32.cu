@@ -51,6 +51,7 @@
 #include <cstdint>
 
 #include "core/dispatch.h"
+#include "core/selection_target.h"
 #include "cuda/conv_implicit_gemm.cuh"
 #include "cuda/conv_implicit_gemm_launch.cuh"
 #include "cuda/cuda_common.h"
@@ -190,23 +191,26 @@ struct Kernels {
   }
 };
 
-// TF32 only when MINIDL_TF32=1 or when this kernel is selected for conv2d on CUDA by name.
-bool tf32_wanted() {
-  return cuda::tf32_enabled() || KernelRegistry::instance().selected("conv2d", DeviceType::cuda) == kName;
+// TF32 only when MINIDL_TF32=1 or when this kernel is selected on CUDA by name, for conv2d or for the stage
+// of `key` alone (core/selection_target.h).
+bool tf32_wanted(const char* key) {
+  const KernelRegistry& registry = KernelRegistry::instance();
+  return cuda::tf32_enabled() || registry.selected("conv2d", DeviceType::cuda) == kName ||
+         registry.selected(stage_target_of(key), DeviceType::cuda) == kName;
 }
 
 bool conv2d_implicit_gemm_tf32(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& cp) {
-  return tf32_wanted() && implicit_gemm::forward<Kernels>(x, w, y, cp);
+  return tf32_wanted("conv2d") && implicit_gemm::forward<Kernels>(x, w, y, cp);
 }
 
 bool conv2d_backward_input_implicit_gemm_tf32(const Tensor& grad_y, const Tensor& w, Tensor& grad_x,
                                               const Conv2dParams& cp) {
-  return tf32_wanted() && implicit_gemm::backward_input<Kernels>(grad_y, w, grad_x, cp);
+  return tf32_wanted("conv2d.backward_input") && implicit_gemm::backward_input<Kernels>(grad_y, w, grad_x, cp);
 }
 
 bool conv2d_backward_weight_implicit_gemm_tf32(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                                const Conv2dParams& cp) {
-  return tf32_wanted() && implicit_gemm::backward_weight<Kernels>(x, grad_y, grad_w, cp);
+  return tf32_wanted("conv2d.backward_weight") && implicit_gemm::backward_weight<Kernels>(x, grad_y, grad_w, cp);
 }
 
 }  // namespace

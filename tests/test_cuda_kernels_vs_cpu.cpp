@@ -19,6 +19,7 @@
 #include "core/random.h"
 #include "ops/ops.h"
 #include "tests/env_scope.h"
+#include "tests/kernel_contract_check.h"
 #include "tests/skips.h"
 #include "tests/test_util.h"
 
@@ -403,24 +404,23 @@ TEST_CASE("cuda conv2d kernels match the naive CPU kernels (all three stages)", 
       if (d.is_cpu()) return;
       const Tensor xd = x.to(d), wd = w.to(d);
       Tensor y = empty_on(ys, d);
-      dispatch<Conv2dKernel>("conv2d", d, xd, wd, y, c.p);
-      CHECK(last_kernel("conv2d", d.type) == name);
+      CHECK(call_under_contract<Conv2dKernel>("conv2d", d, name, xd, wd, y, c.p).verdict == "");  // partial kernels
       CHECK(compare_conv(name, y, y_ref, fwd_terms) == "");
     });
     for_each_kernel("conv2d.backward_input", [&](Device d, const std::string& name) {
       if (d.is_cpu()) return;
       const Tensor gyd = gy.to(d), wd = w.to(d);
       Tensor gx = empty_on(c.x, d);
-      dispatch<Conv2dBackwardInputKernel>("conv2d.backward_input", d, gyd, wd, gx, c.p);
-      CHECK(last_kernel("conv2d.backward_input", d.type) == name);
+      CHECK(call_under_contract<Conv2dBackwardInputKernel>("conv2d.backward_input", d, name, gyd, wd, gx, c.p)
+                .verdict == "");
       CHECK(compare_conv(name, gx, gx_ref, bwd_input_terms) == "");
     });
     for_each_kernel("conv2d.backward_weight", [&](Device d, const std::string& name) {
       if (d.is_cpu()) return;
       const Tensor xd = x.to(d), gyd = gy.to(d);
       Tensor gw = empty_on(c.w, d);
-      dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", d, xd, gyd, gw, c.p);
-      CHECK(last_kernel("conv2d.backward_weight", d.type) == name);
+      CHECK(call_under_contract<Conv2dBackwardWeightKernel>("conv2d.backward_weight", d, name, xd, gyd, gw, c.p)
+                .verdict == "");
       CHECK(compare_conv(name, gw, gw_ref, bwd_weight_terms) == "");
     });
   }
@@ -540,8 +540,7 @@ TEST_CASE("cuda pooling kernels match the naive CPU kernels", "[cuda][pool]") {
         if (d.is_cpu()) return;
         const Tensor xd = x.to(d);
         Tensor y = empty_on(ys, d);
-        dispatch<Pool2dKernel>(key, d, xd, y, c.p);
-        CHECK(last_kernel(key, d.type) == name);
+        CHECK(call_under_contract<Pool2dKernel>(key, d, name, xd, y, c.p).verdict == "");
         CHECK(compare(y, key == "max_pool2d" ? max_ref : avg_ref, kRtol, atol_for(window)) == "");
       });
     }
@@ -549,16 +548,15 @@ TEST_CASE("cuda pooling kernels match the naive CPU kernels", "[cuda][pool]") {
       if (d.is_cpu()) return;
       const Tensor xd = x.to(d), yd = max_ref.to(d), gyd = gy.to(d);
       Tensor gx = empty_on(c.x, d);
-      dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", d, xd, yd, gyd, gx, c.p);
-      CHECK(last_kernel("max_pool2d.backward", d.type) == name);
+      CHECK(call_under_contract<MaxPool2dBackwardKernel>("max_pool2d.backward", d, name, xd, yd, gyd, gx, c.p)
+                .verdict == "");
       CHECK(compare(gx, max_gx_ref, kRtol, atol_for(window)) == "");
     });
     for_each_kernel("avg_pool2d.backward", [&](Device d, const std::string& name) {
       if (d.is_cpu()) return;
       const Tensor gyd = gy.to(d);
       Tensor gx = empty_on(c.x, d);
-      dispatch<AvgPool2dBackwardKernel>("avg_pool2d.backward", d, gyd, gx, c.p);
-      CHECK(last_kernel("avg_pool2d.backward", d.type) == name);
+      CHECK(call_under_contract<AvgPool2dBackwardKernel>("avg_pool2d.backward", d, name, gyd, gx, c.p).verdict == "");
       CHECK(compare(gx, avg_gx_ref, kRtol, atol_for(window)) == "");
     });
   }
@@ -586,11 +584,10 @@ TEST_CASE("cuda max_pool2d.backward follows the first-maximum tie rule", "[cuda]
       if (d.is_cpu()) return;
       const Tensor xd = x.to(d), yd = y_ref.to(d), gyd = gy.to(d);
       Tensor y = empty_on(ys, d), gx = empty_on(c.x, d);
-      dispatch<Pool2dKernel>("max_pool2d", d, xd, y, c.p);
-      CHECK(last_kernel("max_pool2d", d.type) == name);
+      CHECK(call_under_contract<Pool2dKernel>("max_pool2d", d, name, xd, y, c.p).verdict == "");
       CHECK(compare(y, y_ref, 0, 0) == "");
-      dispatch<MaxPool2dBackwardKernel>("max_pool2d.backward", d, xd, yd, gyd, gx, c.p);
-      CHECK(last_kernel("max_pool2d.backward", d.type) == name);
+      CHECK(call_under_contract<MaxPool2dBackwardKernel>("max_pool2d.backward", d, name, xd, yd, gyd, gx, c.p)
+                .verdict == "");
       const std::string diff = compare(gx, gx_ref, kRtol, 1e-5);
       if (name == "cudnn") {
         if (diff.empty())

@@ -91,6 +91,8 @@ void print_kernel_table(std::FILE* out, const std::vector<std::string>& ops, con
   std::fprintf(out,
                "\n* = default: dispatch tries the kernels of a key in this order (highest priority first, unless\n"
                "MINIDL_KERNELS or --kernel OP=NAME selects another) and the first that accepts the call serves it.\n"
+               "OP=NAME selects every stage of OP that has a kernel NAME; OP.STAGE=NAME one stage, as listed here\n"
+               "(conv2d.backward_input=naive, conv2d.forward=naive).\n"
                "Signatures: ops/kernel_signatures.h. Adding a kernel: docs/adding-a-kernel.md.\n");
 }
 
