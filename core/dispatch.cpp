@@ -439,10 +439,12 @@ const KernelInfo* KernelRegistry::auto_winner(const std::vector<const KernelInfo
 const KernelInfo* KernelRegistry::auto_timed_winner(const std::vector<const KernelInfo*>& kernels, Device device,
                                                     const std::string& shape, const std::vector<AutoTiming>& timings) {
   const AutoTiming* best = nullptr;
-  std::vector<std::pair<std::string, double>> times;
+  std::vector<AutoResult> times;
   for (const AutoTiming& t : timings) {
-    times.push_back({t.kernel->name, t.declined ? -1.0 : t.seconds});
-    if (!t.declined && (best == nullptr || t.seconds < best->seconds)) best = &t;  // ties: the higher priority
+    const char* note = t.declined ? "declined" : t.not_timed ? "not timed (reference)" : t.cut ? "after its warm-up" : "";
+    times.push_back({t.kernel->name, t.seconds, note});
+    const bool candidate = !t.declined && !t.not_timed && !t.cut;
+    if (candidate && (best == nullptr || t.seconds < best->seconds)) best = &t;  // ties: the higher priority
   }
   const std::string key = kernels.front()->key;
   if (best == nullptr) {

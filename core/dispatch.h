@@ -114,11 +114,20 @@ struct AutoTiming {
   const KernelInfo* kernel = nullptr;
   double seconds = 0;
   bool declined = false;
+  bool cut = false;        // its warm-up call alone was kAutoCutoff times slower than the best so far
+  bool not_timed = false;  // a reference kernel, not timed because another kernel accepted the call
 };
 // `auto` times a kernel with one warm-up call, then up to kAutoTimedCalls calls, fewer once they have
 // taken kAutoBudgetSeconds (at least one), and keeps the fastest (the least disturbed by a busy machine).
+// Two limits keep the first call of a large shape from taking minutes:
+//   - a kernel whose warm-up call took more than kAutoCutoff times the fastest timed kernel so far is not
+//     called again (the warm-up time stands as its time: it cannot win);
+//   - the reference kernels (Priority::reference, the naive loops every other kernel is tested against)
+//     are timed only when no other kernel accepts the call: they are there to be right, and one naive
+//     convolution of the captcha model takes 30 s on a CPU. Select one by name to use it.
 constexpr int kAutoTimedCalls = 3;
 constexpr double kAutoBudgetSeconds = 0.2;
+constexpr double kAutoCutoff = 4.0;
 
 // Thread safety: every member may be called from any thread at any time. The kernel lists that
 // candidates() returns are immutable: selecting a kernel or registering one publishes new lists and
@@ -277,20 +286,35 @@ const KernelInfo* auto_kernel(const std::vector<const KernelInfo*>& kernels, Dev
   const KernelInfo* winner = registry.auto_winner(kernels, device, shape, must_time);
   if (!must_time) return winner;
   std::vector<AutoTiming> timings;
-  for (const KernelInfo* k : kernels) {
-    Fn* fn = reinterpret_cast<Fn*>(k->fn);
-    AutoTiming t;
-    t.kernel = k;
-    t.declined = !fn(args...);  // the warm-up call
-    double spent = 0;
-    for (int i = 0; i < kAutoTimedCalls && !t.declined && spent < kAutoBudgetSeconds; ++i) {
-      const double start = profile_clock(device);
-      t.declined = !fn(args...);
-      const double seconds = profile_clock(device) - start;
-      t.seconds = i == 0 ? seconds : std::min(t.seconds, seconds);
-      spent += seconds;
+  double best = -1;  // the fastest accepting kernel's time so far; negative while none has accepted
+  // Pass 0 times every kernel but the reference ones; pass 1 times those only when none accepted.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const KernelInfo* k : kernels) {
+      const bool reference = k->priority <= static_cast<int>(Priority::reference);
+      if (reference != (pass == 1)) continue;
+      AutoTiming t;
+      t.kernel = k;
+      if (reference && best >= 0) {
+        t.not_timed = true;
+        timings.push_back(t);
+        continue;
+      }
+      Fn* fn = reinterpret_cast<Fn*>(k->fn);
+      const double warm_start = profile_clock(device);
+      t.declined = !fn(args...);  // the warm-up call
+      t.seconds = profile_clock(device) - warm_start;
+      t.cut = !t.declined && best >= 0 && t.seconds > kAutoCutoff * best;
+      double spent = 0;
+      for (int i = 0; i < kAutoTimedCalls && !t.declined && !t.cut && spent < kAutoBudgetSeconds; ++i) {
+        const double start = profile_clock(device);
+        t.declined = !fn(args...);
+        const double seconds = profile_clock(device) - start;
+        t.seconds = i == 0 ? seconds : std::min(t.seconds, seconds);
+        spent += seconds;
+      }
+      if (!t.declined && (best < 0 || t.seconds < best)) best = t.seconds;
+      timings.push_back(t);
     }
-    timings.push_back(t);
   }
   return registry.auto_timed_winner(kernels, device, shape, timings);
 }

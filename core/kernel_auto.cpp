@@ -92,16 +92,15 @@ void AutoTable::save(const std::string& path) const {
 }
 
 std::string auto_choice_line(const std::string& key, const std::string& device, const std::string& shape,
-                             const std::string& winner, const std::vector<std::pair<std::string, double>>& times) {
+                             const std::string& winner, const std::vector<AutoResult>& times) {
   std::string out = str_cat("[minidl auto] ", key, " ", device, " ", shape, " -> ",
                             winner.empty() ? "none (every kernel declined)" : winner, " (");
   for (size_t i = 0; i < times.size(); ++i) {
-    char time[32];
-    if (times[i].second < 0)
-      std::snprintf(time, sizeof time, "declined");
-    else
-      std::snprintf(time, sizeof time, "%.3g ms", times[i].second * 1e3);
-    out += str_cat(i ? ", " : "", times[i].first, " ", time);
+    const AutoResult& r = times[i];
+    const bool has_time = r.note.empty() || r.note == "after its warm-up";
+    char time[32] = "";
+    if (has_time) std::snprintf(time, sizeof time, "%.3g ms", r.seconds * 1e3);
+    out += str_cat(i ? ", " : "", r.kernel, " ", time, has_time && !r.note.empty() ? " " : "", r.note);
   }
   return out + ")";
 }

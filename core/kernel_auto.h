@@ -68,10 +68,17 @@ class AutoTable {
   std::map<std::tuple<std::string, std::string, std::string>, std::string> winners_;  // (key, device, shape)
 };
 
+// One kernel's entry in that line: its time in seconds, and a note: "" (timed), "declined" (no time),
+// "not timed (reference)" (no time), "after its warm-up" (the warm-up's time; core/dispatch.h kAutoCutoff).
+struct AutoResult {
+  std::string kernel;
+  double seconds = 0;
+  std::string note;
+};
 // The line `auto` prints for a timed choice: "[minidl auto] conv2d cpu 64x1x28x28,... -> im2col_blas
-// (im2col_blas 1.52 ms, naive 40.1 ms, test_decline declined)": each kernel's time in seconds, negative
-// for one that declined. `winner` may be "" (every kernel declined).
+// (im2col_blas 1.52 ms, direct 40.1 ms after its warm-up, test_decline declined, naive not timed
+// (reference))". `winner` may be "" (every kernel declined).
 std::string auto_choice_line(const std::string& key, const std::string& device, const std::string& shape,
-                             const std::string& winner, const std::vector<std::pair<std::string, double>>& times);
+                             const std::string& winner, const std::vector<AutoResult>& times);
 
 }  // namespace minidl

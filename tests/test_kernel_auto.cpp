@@ -100,7 +100,7 @@ const Shape kShapeB = {10, 10};  // 100 elements
 }  // namespace
 
 TEST_CASE("auto: the faster kernel wins whatever the priorities, timed once per shape", "[auto]") {
-  TestKernel slow("slow", 50, slow_kernel), fast("fast", 0, fast_kernel);
+  TestKernel slow("slow", 50, slow_kernel), fast("fast", 5, fast_kernel);
   KernelRegistry::instance().auto_table().clear();
   reset_counts();
   CHECK(call(zeros(kShapeA)) == "slow");  // the usual order: the higher priority
@@ -130,9 +130,42 @@ TEST_CASE("auto: a kernel that declines is never chosen, and the log line says i
   CHECK(call(zeros(kShapeA)) == "slow");
   CHECK(last_declined_kernels(kKey, DeviceType::cpu).empty());  // the winner was tried first
 
-  const std::string line = auto_choice_line("conv2d", "cpu", "2x3", "im2col_blas",
-                                            {{"im2col_blas", 0.0015}, {"naive", 0.04}, {"declines", -1}});
-  CHECK(line == "[minidl auto] conv2d cpu 2x3 -> im2col_blas (im2col_blas 1.5 ms, naive 40 ms, declines declined)");
+  const std::string line = auto_choice_line(
+      "conv2d", "cpu", "2x3", "im2col_blas",
+      {{"im2col_blas", 0.0015, ""}, {"direct", 0.04, "after its warm-up"}, {"declines", 0, "declined"},
+       {"naive", 0, "not timed (reference)"}});
+  CHECK(line == "[minidl auto] conv2d cpu 2x3 -> im2col_blas (im2col_blas 1.5 ms, direct 40 ms after its warm-up, "
+                "declines declined, naive not timed (reference))");
+}
+
+TEST_CASE("auto: a reference kernel is timed only when no other accepts; a kernel far slower in its warm-up is not "
+          "called again", "[auto]") {
+  KernelRegistry::instance().auto_table().clear();
+  {
+    // "fast" (portable) accepts: the reference kernel is never called, however fast it might be.
+    TestKernel fast("fast", 10, fast_kernel), reference("reference", 0, slow_kernel);
+    select_kernel(kKey, DeviceType::cpu, "auto");
+    reset_counts();
+    CHECK(call(zeros(kShapeA)) == "fast");
+    CHECK(slow_calls == 0);
+  }
+  {
+    // The only other kernel declines: the reference kernel is timed and wins.
+    TestKernel declining("declines", 10, declining_kernel), reference("reference", 0, fast_kernel);
+    select_kernel(kKey, DeviceType::cpu, "auto");
+    reset_counts();
+    CHECK(call(zeros(kShapeA)) == "reference");
+    CHECK(fast_calls >= 2);  // a warm-up and at least one timed call
+  }
+  {
+    // "fast" comes first (higher priority) and is timed; "slow" takes 20 ms in its warm-up, far beyond
+    // kAutoCutoff times fast's time, so its warm-up is its only call.
+    TestKernel fast("fast", 50, fast_kernel), slow("slow", 10, slow_kernel);
+    select_kernel(kKey, DeviceType::cpu, "auto");
+    reset_counts();
+    CHECK(call(zeros(kShapeA)) == "fast");
+    CHECK(slow_calls == 1);
+  }
 }
 
 TEST_CASE("auto: chooses per shape", "[auto]") {
@@ -141,7 +174,7 @@ TEST_CASE("auto: chooses per shape", "[auto]") {
   select_kernel(kKey, DeviceType::cpu, "auto");
   {
     // Fast on A, declines B.
-    TestKernel small_only("small_only", 0, small_only_kernel);
+    TestKernel small_only("small_only", 5, small_only_kernel);
     select_kernel(kKey, DeviceType::cpu, "auto");  // TestKernel's registration cleared nothing, but be explicit
     CHECK(call(zeros(kShapeA)) == "small_only");
     CHECK(call(zeros(kShapeB)) == "steady");
@@ -149,7 +182,7 @@ TEST_CASE("auto: chooses per shape", "[auto]") {
   }
   {
     // Fast on A, slow on B. (Removing small_only forgot the key's choices: this kernel is timed afresh.)
-    TestKernel small_fast("small_fast", 0, small_fast_kernel);
+    TestKernel small_fast("small_fast", 5, small_fast_kernel);
     select_kernel(kKey, DeviceType::cpu, "auto");
     CHECK(call(zeros(kShapeA)) == "small_fast");
     CHECK(call(zeros(kShapeB)) == "steady");
@@ -157,7 +190,7 @@ TEST_CASE("auto: chooses per shape", "[auto]") {
 }
 
 TEST_CASE("auto: deterministic mode keeps the usual order and times nothing", "[auto]") {
-  TestKernel slow("slow", 50, slow_kernel), fast("fast", 0, fast_kernel);
+  TestKernel slow("slow", 50, slow_kernel), fast("fast", 5, fast_kernel);
   KernelRegistry::instance().auto_table().clear();
   select_kernel(kKey, DeviceType::cpu, "auto");
   reset_counts();
@@ -171,7 +204,7 @@ TEST_CASE("auto: deterministic mode keeps the usual order and times nothing", "[
 }
 
 TEST_CASE("auto: the choices round-trip through their file, and a loaded choice is used without timing", "[auto]") {
-  TestKernel slow("slow", 50, slow_kernel), fast("fast", 0, fast_kernel);
+  TestKernel slow("slow", 50, slow_kernel), fast("fast", 5, fast_kernel);
   AutoTable& table = KernelRegistry::instance().auto_table();
   table.clear();
   select_kernel(kKey, DeviceType::cpu, "auto");
