@@ -138,7 +138,7 @@ TEST_CASE("auto: a kernel that declines is never chosen, and the log line says i
                 "declines declined, naive not timed (reference))");
 }
 
-TEST_CASE("auto: a reference kernel is timed only when no other accepts; a kernel far slower in its warm-up is not "
+TEST_CASE("auto: a reference kernel is timed only when no other accepts, and a kernel far slower in its warm-up is not "
           "called again", "[auto]") {
   KernelRegistry::instance().auto_table().clear();
   {
