@@ -1,14 +1,14 @@
 // core/dispatch.h — the one dispatch table: (kernel key, device type) -> several named kernels.
 //
 // A kernel key is "op" or "op.stage" ("matmul", "conv2d.backward_input"); the part before the dot is the
-// op that users select kernels by. Each registered kernel has a name ("naive", "openblas", "cublas"),
+// op that users select kernels by (or one stage alone: "conv2d.backward_input", "conv2d.forward"). Each registered kernel has a name ("naive", "openblas", "cublas"),
 // a one-line description and a priority. A kernel is a plain function returning bool:
 //
 //     bool matmul_openblas(const Tensor& a, const Tensor& b, Tensor& out, bool trans_a, bool trans_b);
 //
 // Returning false means "I decline this call" (a dtype or layout it does not handle); the dispatcher
-// then tries the next kernel. Order of trial: the kernel the user selected for this op and device (if
-// any), then the others by descending priority (Priority below). Each key is a typed object declared
+// then tries the next kernel. Order of trial: the kernel the user selected for this stage or op and
+// device (if any), then the others by descending priority (Priority below). Each key is a typed object declared
 // next to its signature in ops/kernel_signatures.h (core/kernel_key.h): registration and dispatch take
 // the object, so a kernel of the wrong signature does not compile:
 //
@@ -159,11 +159,12 @@ class KernelRegistry {
   const std::vector<const KernelInfo*>& candidates(const std::string& key, DeviceType device);
 
   // Makes `name` the first kernel tried for every key of `op` on `device` that has a kernel of that
-  // name. Throws an Error listing what exists when the op or the name is unknown. name "" or "default"
+  // name; `op` may also name one stage ("conv2d.backward_input", "conv2d.forward" for the forward key
+  // alone), whose selection wins over its op's (core/selection_target.h). Throws an Error listing what exists when the op or the name is unknown. name "" or "default"
   // clears the selection. Name "auto" chooses per call shape by timing (the comment at the top); op "*"
   // with "auto" (or "" to clear) applies to every op that has no selection of its own.
   void select(const std::string& op, DeviceType device, const std::string& name);
-  // The selected name for (op, device), "" if none ("auto" under `auto`, also when it comes from "*").
+  // The selected name for (op or stage, device), "" if none ("auto" under `auto`, also when it comes from "*").
   std::string selected(const std::string& op, DeviceType device) const;
 
   // Every registered kernel, sorted by op, key, device, priority.
