@@ -16,6 +16,7 @@
 
 #include "core/dispatch.h"
 #include "core/random.h"
+#include "tests/bench_test_util.h"
 #include "tests/test_util.h"
 #include "tools/bench/bench.h"
 #include "tools/bench/case.h"
@@ -26,21 +27,6 @@ using namespace minidl;
 using namespace minidl::testing;
 
 namespace {
-
-// What `write(FILE*)` printed.
-std::string printed(const std::function<void(std::FILE*)>& write) {
-  std::FILE* f = std::tmpfile();
-  REQUIRE(f != nullptr);
-  write(f);
-  std::fflush(f);
-  std::rewind(f);
-  std::string text;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
-  std::fclose(f);
-  return text;
-}
 
 // What `fn` wrote to stderr (the file descriptor, so fprintf(stderr, ...) is caught).
 std::string captured_stderr(const std::function<void()>& fn) {
@@ -117,7 +103,7 @@ TEST_CASE("minidl bench: the table, JSON Lines and SVG, and a wrong kernel caugh
   o.json_path = temp_path("minidl_test_bench.jsonl");
   o.svg_path = temp_path("minidl_test_bench.svg");
   int status = -1;
-  const std::string table = printed([&](std::FILE* f) { status = bench::run_bench(o, f); });
+  const std::string table = printed_by([&](std::FILE* f) { status = bench::run_bench(o, f); });
   INFO(table);
   CHECK(status == 2);  // a kernel is WRONG
 
@@ -221,7 +207,7 @@ TEST_CASE("minidl bench: every kernel of every key runs on a tiny shape and agre
     for (const bench::CaseKey& k : family.keys) o.shapes.push_back(k.key + ":" + family.example);
   o.json_path = temp_path("minidl_test_bench_all.jsonl");
   int status = -1;
-  const std::string table = printed([&](std::FILE* f) { status = bench::run_bench(o, f); });
+  const std::string table = printed_by([&](std::FILE* f) { status = bench::run_bench(o, f); });
   INFO(table);
   CHECK(status == 0);
   std::set<std::pair<std::string, std::string>> ran;
@@ -358,7 +344,7 @@ TEST_CASE("minidl bench: every default and example spec reads, and its tensors a
 }
 
 TEST_CASE("minidl kernels: priorities and signatures, filters, and an error for an unknown op", "[kernels]") {
-  const std::string matmul = printed([](std::FILE* f) { print_kernel_table(f, {"matmul"}, "cpu"); });
+  const std::string matmul = printed_by([](std::FILE* f) { print_kernel_table(f, {"matmul"}, "cpu"); });
   INFO(matmul);
   CHECK_THAT(matmul, Catch::Contains("prio") && Catch::Contains("signature"));
   int kernel_lines = 0;
@@ -373,9 +359,9 @@ TEST_CASE("minidl kernels: priorities and signatures, filters, and an error for 
   }
   CHECK(kernel_lines == static_cast<int>(kernels_for("matmul", DeviceType::cpu).size()));
   // A key filters its stage only; an op all its stages.
-  const std::string conv = printed([](std::FILE* f) { print_kernel_table(f, {"conv2d"}, "all"); });
+  const std::string conv = printed_by([](std::FILE* f) { print_kernel_table(f, {"conv2d"}, "all"); });
   CHECK_THAT(conv, Catch::Contains("backward_input") && Catch::Contains("Conv2dBackwardWeightKernel"));
-  const std::string stage = printed([](std::FILE* f) { print_kernel_table(f, {"conv2d.backward_input"}, "cpu"); });
+  const std::string stage = printed_by([](std::FILE* f) { print_kernel_table(f, {"conv2d.backward_input"}, "cpu"); });
   CHECK_THAT(stage, Catch::Contains("backward_input") && !Catch::Contains("backward_weight"));
   CHECK_THROWS_WITH(print_kernel_table(stdout, {"matmull"}, "all"),
                     Catch::Contains("unknown op 'matmull' (did you mean 'matmul'?); ops: adam_step, add,"));

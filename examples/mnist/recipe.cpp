@@ -13,10 +13,10 @@ using namespace minidl;
 namespace mnist {
 namespace {
 
-// --recipe fast: the settings of a short run tuned for time to 99% test accuracy on a GPU (measured over
-// 10 seeds: docs/results/README.md, "The fast MNIST recipe"): the batch-norm CNN, two epochs, and on a GPU
-// minidl's implicit-GEMM convolutions instead of cuDNN's (the same step time for this small model, and no
-// cuDNN to load: a fifth of a second). The schedule (one-cycle) and the data (resident on the GPU) are the
+// --recipe fast: the settings of a short run tuned for time to 99% test accuracy on a GPU (the figures:
+// docs/results/README.md, "The fast MNIST recipe"): the batch-norm CNN, two epochs, and on a GPU
+// minidl's implicit-GEMM convolutions instead of cuDNN's (the same step time for this small model, and
+// cuDNN's libraries need not be loaded at start-up). The schedule (one-cycle) and the data (resident on the GPU) are the
 // defaults; flags given on the command line win over the recipe.
 struct Recipe {
   int epochs;
