@@ -43,7 +43,7 @@ std::string resume_command(const std::string& file, int world_size) {
   const std::vector<std::string> args = minidl::dist::command_line_arguments();
   std::string cmd = world_size > 1 ? str_cat("mpirun -np ", world_size, " ") : "";
   cmd += shell_quoted(program_invocation_name);  // argv[0], as it was typed (glibc)
-  const char* dropped[] = {"--resume", "--save", "--stop-after-epochs", "--stop-after-steps"};
+  const char* dropped[] = {"--resume", "--init-from", "--save", "--stop-after-epochs", "--stop-after-steps"};
   for (size_t i = 0; i < args.size(); ++i) {
     bool drop = false;
     for (const char* flag : dropped) {

@@ -79,18 +79,77 @@ std::vector<double> numbers_of(const std::string& text, const std::string& path)
 
 }  // namespace
 
-RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums) {
+namespace {
+
+// The flag that sets each saved setting, so that a refusal names what to change on the command line
+// ("--rnn: saved gru, asked lstm"). The keys of both programs (mnist's and captcha's); a key not here is
+// shown as it is.
+const std::map<std::string, std::string>& setting_flags() {
+  static const std::map<std::string, std::string> flags = {
+      {"model", "--model"},
+      {"charset", "--charset"},
+      {"length", "--length"},
+      {"width", "--width"},
+      {"height", "--height"},
+      {"channels", "--channels"},
+      {"convs_per_block", "--convs-per-block"},
+      {"rnn", "--rnn"},
+      {"gru_hidden", "--hidden"},
+      {"gru_layers", "--gru-layers"},
+      {"dropout", "--dropout"},
+      {"run.data", "--data"},
+      {"run.batch", "--batch"},
+      {"run.batches_per_epoch", "batches per epoch (--batch, --epoch-size, --limit, --data)"},
+      {"run.epochs", "--epochs"},
+      {"run.total_steps", "--epochs/--steps"},
+      {"run.lr", "--lr"},
+      {"run.schedule", "--schedule"},
+      {"run.seed", "--seed"},
+      {"run.weight_decay", "--weight-decay"},
+      {"run.augment", "--augment"}};
+  return flags;
+}
+
+// The run's length: what --resume may change (a longer run; examples/run_state.h).
+bool is_run_length(const std::string& key) { return key == "run.epochs" || key == "run.total_steps"; }
+
+int64_t total_steps_of(const Metadata& m) {
+  const auto it = m.find("run.total_steps");
+  if (it == m.end()) return -1;
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  return ec == std::errc() && end == it->second.data() + it->second.size() ? v : -1;
+}
+
+}  // namespace
+
+std::string flag_of_setting(const std::string& key) {
+  const auto it = setting_flags().find(key);
+  return it == setting_flags().end() ? key : it->second;
+}
+
+std::string setting_differences(const Metadata& saved, const Metadata& expected,
+                                 const std::function<bool(const std::string&)>& compared) {
   std::string differences;
+  const auto add = [&](const std::string& key, const std::string& was, const std::string& asked) {
+    differences += str_cat(differences.empty() ? "" : "; ", flag_of_setting(key), ": saved ", was, ", asked ", asked);
+  };
   for (const auto& [key, value] : expected) {
+    if (!compared(key)) continue;
     auto it = saved.find(key);
     if (it != saved.end() && it->second == value) continue;
-    const std::string was = it == saved.end() ? "(none)" : shown(it->second);
-    differences += str_cat(differences.empty() ? "" : "; ", key, ": saved ", was, ", this run ", value);
+    add(key, it == saved.end() ? "(none)" : shown(it->second), value);
   }
   // A run.* setting the file has and this run has not (one written only when on, like run.weight_decay).
   for (const auto& [key, value] : saved)
-    if (key.rfind("run.", 0) == 0 && !expected.count(key))
-      differences += str_cat(differences.empty() ? "" : "; ", key, ": saved ", shown(value), ", this run (none)");
+    if (key.rfind("run.", 0) == 0 && !expected.count(key) && compared(key)) add(key, shown(value), "(none)");
+  return differences;
+}
+
+RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums) {
+  // Every setting but the run's length must be the saved run's; the length may grow (run_length_note).
+  const std::string differences =
+      setting_differences(saved, expected, [](const std::string& key) { return !is_run_length(key); });
   MINIDL_CHECK(differences.empty(), "--resume ", path, ": the saved run had other settings; resume with the same "
                "flags (", differences, ")");
   for (const char* key : {"seed", "epoch", "step", "random_offset"})
@@ -107,9 +166,30 @@ RunPosition resume_position(const std::string& path, const Metadata& saved, cons
     MINIDL_CHECK(at.epoch_sums.size() == sums, "--resume ", path, ": 'epoch_sums' has ", at.epoch_sums.size(),
                  " numbers, this program keeps ", sums);
   }
+  // A longer run goes on; a shorter one than what is done cannot.
+  const int64_t asked_steps = total_steps_of(expected);
+  if (asked_steps >= 0 && asked_steps < at.step) {
+    const auto epochs = expected.find("run.epochs");
+    throw minidl::Error(str_cat("--resume ", path, ": the saved run has done ", at.epoch, " epoch(s), ", at.step,
+                                " steps, more than this run's ",
+                                epochs != expected.end() ? str_cat("--epochs ", epochs->second, " (") : "(",
+                                asked_steps, " steps); give at least as many epochs as are done to go on"));
+  }
   minidl::set_random_state(integer_of<uint64_t>(saved, "seed", path),
                            integer_of<uint64_t>(saved, "random_offset", path));
   return at;
+}
+
+std::string run_length_note(const Metadata& saved, const Metadata& expected) {
+  const int64_t was = total_steps_of(saved), now = total_steps_of(expected);
+  if (was < 0 || now < 0 || was == now) return "";
+  const auto epochs_of = [](const Metadata& m) {
+    const auto it = m.find("run.epochs");
+    return it == m.end() ? std::string("?") : shown(it->second);
+  };
+  return str_cat(now > was ? "extending" : "shortening", " the run from ", epochs_of(saved), " epoch(s) (", was,
+                 " steps) to ", epochs_of(expected), " (", now, " steps): the learning-rate schedule is recomputed "
+                 "for ", now, " steps");
 }
 
 uint64_t fnv1a_64(const void* bytes, size_t size, uint64_t hash) {
@@ -195,6 +275,8 @@ void RunFlags::check() const {
   MINIDL_CHECK(stop_after_steps == 0 || !save_path().empty(),
                "--stop-after-steps needs --save FILE (or --resume FILE): a stopped run continues from that file");
   MINIDL_CHECK(save_every == 0 || !save_path().empty(), "--save-every needs --save FILE (or --resume FILE)");
+  MINIDL_CHECK(init_from.empty() || resume.empty(), "--init-from starts a new run from trained weights and --resume "
+               "continues a saved run: give one of them");
 }
 
 void check_run_paths(const RunFlags& run, const minidl::NamedPath& metrics,
@@ -202,9 +284,11 @@ void check_run_paths(const RunFlags& run, const minidl::NamedPath& metrics,
   std::vector<minidl::NamedPath> not_the_resumed = other_outputs;
   not_the_resumed.push_back(metrics);
   minidl::check_outputs_are_not_inputs(not_the_resumed, {{"--resume", run.resume}});
+  std::vector<minidl::NamedPath> inputs = data;
+  inputs.push_back({"--init-from", run.init_from});
   std::vector<minidl::NamedPath> outputs = {{run.save.empty() ? "--resume" : "--save", run.save_path()}};
   outputs.insert(outputs.end(), not_the_resumed.begin(), not_the_resumed.end());
-  minidl::check_outputs_are_not_inputs(outputs, data);
+  minidl::check_outputs_are_not_inputs(outputs, inputs);
   if (!metrics.path.empty()) minidl::check_metrics_log(metrics.path, metrics.flag);
 }
 
@@ -216,6 +300,10 @@ void add_run_flags(CLI::App& train, RunFlags& flags) {
   train.add_option("--resume", flags.resume,
                    "continue the run saved in FILE where it stopped, with the same flags and data (keeps saving to "
                    "FILE unless --save says otherwise; --metrics is appended to)")
+      ->check(non_empty());
+  train.add_option("--init-from", flags.init_from,
+                   "start from the model weights in FILE (saved by train --save or --save-best, with the same model "
+                   "flags) with a new optimizer, learning-rate schedule and position: fine-tuning")
       ->check(non_empty());
   train.add_flag("--resume-other-data", flags.resume_other_data,
                  "with --resume: go on even when the data differs from what the file was trained on (its "

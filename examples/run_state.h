@@ -85,14 +85,30 @@ std::string exact_number(double x);
 // epoch_sums.
 Metadata resumable_metadata(const Metadata& settings, uint64_t seed, const RunPosition& at);
 
-// --resume: given the metadata of the file at `path` (its model and optimizer state already loaded),
-// refuses it when one of `expected`'s settings differs or the file has a run.* setting `expected` lacks
-// (naming every difference), a key a resume needs is missing, a number is not plain decimal digits within
-// its type (epoch, step and the rest are never negative; the epoch sums are finite), or a mid-epoch file
-// has not `sums` epoch sums (the program's count); restores the global random stream, and returns where
-// the run continues. Saved values quoted in an error are cut to 40 characters, bytes outside printable
-// ASCII shown as '?'.
+// The flag that sets a saved setting ("rnn" -> "--rnn", "run.lr" -> "--lr"), for messages; an unknown key
+// as it is.
+std::string flag_of_setting(const std::string& key);
+// The settings of `expected` for which `compared(key)` holds that differ from `saved`'s, and the run.*
+// settings `saved` has and `expected` lacks, each named by its flag: "--rnn: saved gru, asked lstm; ...".
+// "" when none differs.
+std::string setting_differences(const Metadata& saved, const Metadata& expected,
+                                const std::function<bool(const std::string&)>& compared);
+
+// --resume: given the metadata of the file at `path` (read before any tensor is loaded, so that a file
+// of another model is named by its flag rather than by a tensor's shape), refuses it when one of
+// `expected`'s settings differs or the file has a run.* setting `expected` lacks (naming every difference
+// by its flag), a key a resume needs is missing, a number is not plain decimal digits within its type
+// (epoch, step and the rest are never negative; the epoch sums are finite), or a mid-epoch file has not
+// `sums` epoch sums (the program's count); restores the global random stream, and returns where the run
+// continues. Saved values quoted in an error are cut to 40 characters, bytes outside printable ASCII
+// shown as '?'.
+// The run's length (run.epochs, run.total_steps) may differ: a finished or unfinished run continues to a
+// larger --epochs (the programs rebuild their learning-rate schedule for the new total and set it to the
+// saved step: run_length_note); fewer steps than the file has done are refused, naming --epochs.
 RunPosition resume_position(const std::string& path, const Metadata& saved, const Metadata& expected, size_t sums);
+// "" when `expected` keeps the saved run's length, else the line for the log: "extending the run from 4
+// epoch(s) (3752 steps) to 6 (5628 steps): the learning-rate schedule is recomputed for 5628 steps".
+std::string run_length_note(const Metadata& saved, const Metadata& expected);
 
 // A 64-bit FNV-1a hash of `size` bytes, continuing from `hash` (start: kFnv1aOffset). FNV-1a's step
 // (xor, then multiply by its prime) is applied to 8 bytes at a time, a word as a little-endian machine
@@ -128,7 +144,7 @@ std::string describe_position(const RunPosition& at, int64_t steps_per_epoch);
 void with_averaged_buffers(minidl::Module& model, minidl::dist::DataParallel* dp, const std::function<void()>& save);
 
 // The command that continues this run from `file`: this process's command line (the program as it was
-// typed, every flag) without --resume, --save, --stop-after-epochs and --stop-after-steps, plus
+// typed, every flag) without --resume, --init-from, --save, --stop-after-epochs and --stop-after-steps, plus
 // `--resume FILE`; "mpirun -np N " in front in a job of N processes. Arguments are quoted for a POSIX
 // shell when they need it.
 std::string resume_command(const std::string& file, int world_size);
@@ -136,11 +152,13 @@ std::string resume_command(const std::string& file, int world_size);
 // The flags both programs take for this.
 struct RunFlags {
   std::string save, resume;
+  std::string init_from;  // --init-from FILE: trained weights, a new run (examples/run_start.h)
   int64_t save_every = 0, stop_after_epochs = 0, stop_after_steps = 0;
   bool resume_other_data = false;  // --resume-other-data: go on when the data's fingerprints differ
   // Where saves go: --save, else the --resume file (a resumed run keeps saving to it). "" for neither.
   std::string save_path() const { return !save.empty() ? save : resume; }
-  // Refuses --stop-after-* without a file to continue from (a usage error, before any work).
+  // Refuses --stop-after-* without a file to continue from, and --init-from with --resume (a usage
+  // error, before any work).
   void check() const;
 };
 // The file checks of a training run, before any work (nn/files.h, nn/metrics.h): no output (the save
@@ -151,8 +169,8 @@ struct RunFlags {
 void check_run_paths(const RunFlags& run, const minidl::NamedPath& metrics,
                      const std::vector<minidl::NamedPath>& other_outputs, const std::vector<minidl::NamedPath>& data);
 
-// Adds --save, --resume, --resume-other-data, --save-every, --stop-after-epochs and --stop-after-steps to
-// a `train` command.
+// Adds --save, --resume, --init-from, --resume-other-data, --save-every, --stop-after-epochs and
+// --stop-after-steps to a `train` command.
 void add_run_flags(CLI::App& train, RunFlags& flags);
 
 // Why a run stops before its end.

@@ -28,6 +28,27 @@ std::unique_ptr<minidl::Adam> make_adam(const std::vector<minidl::Tensor>& param
   return std::make_unique<minidl::Adam>(parameters, options);
 }
 
+namespace {
+// The steps timed before a CPU run's length is projected (the first one, which allocates, among them).
+constexpr int64_t kStepsBeforeWarning = 5;
+}  // namespace
+
+TrainingLoop::TrainingLoop(Parts parts)
+    : p_(std::move(parts)),
+      estimate_(p_.epochs, p_.batches_per_epoch, p_.total_steps, p_.eval_steps_guess, p_.eval_steps_guess > 0) {}
+
+void TrainingLoop::begin_epoch(int64_t epoch, minidl::Progress& progress) {
+  progress.set_run_remaining([this, epoch](double eta, double step_seconds) {
+    return estimate_.remaining(epoch, eta, step_seconds, /*evaluated=*/false);
+  });
+}
+
+std::string TrainingLoop::end_epoch(int64_t epoch, int64_t steps, double train_seconds, double eval_seconds) {
+  estimate_.epoch_done(steps, train_seconds, eval_seconds);
+  if (epoch >= p_.epochs) return "";
+  return ", run ~" + minidl::format_duration(estimate_.remaining(epoch, 0, 0, /*evaluated=*/true)) + " left";
+}
+
 void TrainingLoop::announce_resume(const std::string& path, const RunPosition& start, const Metadata& resumed,
                                    std::vector<std::string> notes) {
   p_.guard->saved(start.epoch, start.epoch_step);  // what the file holds already
@@ -62,6 +83,16 @@ std::optional<int> TrainingLoop::after_step(int64_t epoch, int64_t epoch_step, i
   if (p_.dp && run_step % kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
     sums.flush();
     p_.guard->agree();
+  }
+  if (++steps_this_invocation_ == kStepsBeforeWarning && p_.on_cpu && p_.root && !epoch_done) {
+    const std::string warning = long_run_warning(
+        p_.program, estimate_.remaining(epoch, progress.eta_seconds(epoch_step), progress.step_seconds(epoch_step), false),
+        p_.epochs, p_.batches_per_epoch, progress.step_seconds(epoch_step), p_.long_run_hint);
+    if (!warning.empty()) {
+      progress.clear();
+      std::printf("%s\n", warning.c_str());
+      std::fflush(stdout);
+    }
   }
   const RunControl::Decision decision = p_.control->after_step(run_step, epoch_done);
   if (!decision.save && !decision.stop) return std::nullopt;

@@ -4,11 +4,14 @@
 // examples/train_guard.h; --save-every, --stop-after-*, Ctrl-C: examples/run_state.h; the ranks of a
 // --distributed job agreeing: dist/data_parallel.h).
 //
+// The progress line and each epoch's summary show the whole run's time left (examples/run_estimate.h).
+//
 // A program's loop then reads (the step, the running sums, evaluation and the summary are its own):
 //
 //   for each epoch:
+//     loop.begin_epoch(epoch, progress);
 //     for each batch:  its step; sums.add(loss); if (auto status = loop.after_step(...)) return *status;
-//     loop.end_of_epoch_steps(...);   evaluate; loop.check_eval_loss(...); print, write metrics
+//     loop.end_of_epoch_steps(...);   evaluate; loop.check_eval_loss(...); loop.end_epoch(...); print, write metrics
 //     loop.save(end of epoch);        if (auto status = loop.after_epoch(...)) return *status;
 #pragma once
 #include <cstdint>
@@ -20,6 +23,7 @@
 
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
+#include "examples/run_estimate.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "nn/module.h"
@@ -64,8 +68,15 @@ class TrainingLoop {
     uint64_t seed = 0;
     const std::vector<DataFingerprint>* fingerprints = nullptr;
     std::function<Metadata()> program_metadata;  // the program's own keys for every save, if any
+    // The whole run's time left (examples/run_estimate.h): its length, and what an evaluation costs in
+    // training steps until one is timed (0: the run evaluates nothing).
+    int64_t epochs = 0, total_steps = 0;
+    double eval_steps_guess = 0;
+    // On a CPU, a run projected to last hours says so after its first steps, with `long_run_hint`.
+    bool on_cpu = false;
+    std::string long_run_hint;
   };
-  explicit TrainingLoop(Parts parts) : p_(std::move(parts)) {}
+  explicit TrainingLoop(Parts parts);
 
   // --resume: tells the guard what the file holds, and prints where the run resumes and `notes` (about its
   // data), with the guard's note about the file's first loss.
@@ -89,12 +100,21 @@ class TrainingLoop {
   // The evaluation's loss checked (a model whose outputs are NaN is not saved), and the ranks agree.
   void check_eval_loss(double loss, const char* what, int64_t epoch, int64_t run_step);
 
+  // At an epoch's start: its progress line shows the whole run's time left too ("ETA epoch 0:09, run ~0:41").
+  void begin_epoch(int64_t epoch, minidl::Progress& progress);
+  // At an epoch's end, after its evaluation (`steps` of this invocation took `train_seconds`, the
+  // evaluation `eval_seconds`): records the times; returns ", run ~0:41 left" for the epoch's summary
+  // ("" after the run's last epoch).
+  std::string end_epoch(int64_t epoch, int64_t steps, double train_seconds, double eval_seconds);
+
   // After an epoch's end (evaluation and save done): --stop-after-epochs and Ctrl-C end this invocation
   // here (then its exit status); `run_done`: nothing is left to train.
   std::optional<int> after_epoch(const RunPosition& at, bool run_done);
 
  private:
   Parts p_;
+  RunEstimate estimate_;
+  int64_t steps_this_invocation_ = 0;  // for the long-CPU-run warning, after kStepsBeforeWarning
 };
 
 }  // namespace examples

@@ -55,14 +55,28 @@ bool Progress::due(int64_t step) const {
   return now - last_print_ >= interval_;
 }
 
+void Progress::set_run_remaining(std::function<double(double eta, double step_seconds)> run_remaining) {
+  run_remaining_ = std::move(run_remaining);
+}
+
+double Progress::step_seconds(int64_t step) const {
+  return step > first_step_ ? elapsed_seconds() / static_cast<double>(step - first_step_) : 0;
+}
+
+double Progress::eta_seconds(int64_t step) const { return step_seconds(step) * static_cast<double>(total_ - step); }
+
 std::string Progress::status_text(int64_t step, int64_t samples, double loss, double accuracy) const {
   const double t = elapsed_seconds();
   const double rate = t > 0 ? (samples - first_samples_) / t : 0;
-  const double eta = step > first_step_ ? t / (step - first_step_) * (total_ - step) : 0;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%lld/%lld  loss %.4f  acc %.2f%%  %.0f img/s  ETA %s",
+  const double eta = eta_seconds(step);
+  const std::string eta_shown =
+      run_remaining_ ? "ETA epoch " + format_duration(eta) + ", run ~" +
+                           format_duration(run_remaining_(eta, step_seconds(step)))
+                     : "ETA " + format_duration(eta);
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%lld/%lld  loss %.4f  acc %.2f%%  %.0f img/s  %s",
                 static_cast<long long>(step), static_cast<long long>(total_), loss, 100 * accuracy, rate,
-                format_duration(eta).c_str());
+                eta_shown.c_str());
   return buf;
 }
 

@@ -3,7 +3,8 @@
 // On a terminal: one live line, redrawn in place (\r) at most 10 times a second:
 //   epoch 1/3 [########............] 412/938  loss 0.2114  acc 93.61%  2950 img/s  ETA 0:09
 // Otherwise (a pipe, a log file): a plain line every `interval_seconds` and at 25%, 50% and 75%.
-// finish() ends the loop with one summary line (the live line is replaced by it).
+// finish() ends the loop with one summary line (the live line is replaced by it). A loop that is one
+// epoch of a longer run can show the run's time left too: "ETA epoch 0:09, run ~0:41" (set_run_remaining).
 //
 // Reading a loss from a GPU synchronises; callers check due() first and compute the displayed values
 // only when a line is about to be shown.
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string>
 
 namespace minidl {
@@ -39,6 +41,15 @@ class Progress {
   // passed are not reported again.
   void resumed_at(int64_t step, int64_t samples);
 
+  // The whole run's seconds left, shown after this loop's ETA: `run_remaining(eta, step_seconds)` gets this
+  // loop's ETA and the seconds a step of it has taken so far (the training programs:
+  // examples/run_estimate.h).
+  void set_run_remaining(std::function<double(double eta, double step_seconds)> run_remaining);
+  // The seconds a step of this loop has taken so far after `step` steps (0 before one), and what is left
+  // of the loop at that rate.
+  double step_seconds(int64_t step) const;
+  double eta_seconds(int64_t step) const;
+
   double elapsed_seconds() const;
   bool live() const { return live_; }
 
@@ -55,6 +66,7 @@ class Progress {
   int next_quarter_ = 1;       // plain mode: the next of 25/50/75% to report
   int64_t first_step_ = 0, first_samples_ = 0;  // where the loop started (resumed_at)
   size_t last_width_ = 0;      // live mode: characters on the line, to blank leftovers
+  std::function<double(double, double)> run_remaining_;  // set_run_remaining, or empty
 };
 
 // "1:05", "1:02:03": for ETAs and epoch times.

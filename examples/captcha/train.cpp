@@ -55,6 +55,7 @@
 #include "examples/captcha/train.h"
 #include "examples/flags.h"
 #include "examples/run_environment.h"
+#include "examples/run_start.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "examples/training_loop.h"
@@ -88,6 +89,11 @@ std::map<std::string, std::string> run_settings(const TrainArgs& a, const Traini
   if (weight_decay > 0) m["run.weight_decay"] = examples::exact_number(weight_decay);
   return m;
 }
+
+// The settings that decide the model's tensors: --init-from's file must have this run's (the label
+// length, the dropout and everything about the run may differ: fine-tuning on other captchas).
+const std::vector<std::string> kInitFromKeys = {"model",  "charset",         "width", "height",    "channels",
+                                                "convs_per_block", "rnn", "gru_hidden", "gru_layers"};
 
 // A validation result of every rank's part, summed over the ranks.
 EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
@@ -186,13 +192,19 @@ int run_train(const TrainArgs& a) {
   examples::Metadata resumed;  // the --resume file's metadata
   std::vector<std::string> resume_notes;  // what the log says about it: data not checked, or other data
   if (!a.run.resume.empty()) {
-    resumed = with_metadata_defaults(load_checkpoint(a.run.resume, *model, &optimizer));
-    start = examples::resume_position(a.run.resume, resumed, settings, LossLog::kSums);
-    const std::string data_note =
-        examples::check_data_fingerprints(a.run.resume, resumed, data.fingerprints, a.run.resume_other_data);
-    if (!data_note.empty()) resume_notes.push_back(data_note);
+    examples::ResumedRun r = examples::resume_run(a.run.resume, *model, optimizer, settings, LossLog::kSums,
+                                                  data.fingerprints, a.run.resume_other_data,
+                                                  "`captcha train --save`", with_metadata_defaults);
+    start = r.start;
+    resumed = std::move(r.metadata);
+    resume_notes = std::move(r.notes);
     best.restore(resumed);
     if (schedule) schedule->set_step(start.step);
+    if (!r.length_note.empty()) resume_notes.push_back(str_cat(r.length_note, "; lr now ", optimizer.lr()));
+  } else if (!a.run.init_from.empty()) {  // the weights only: the optimizer and the schedule stay new
+    const examples::Metadata file = examples::init_from(a.run.init_from, *model, settings, kInitFromKeys,
+                                                        "`captcha train --save`", with_metadata_defaults);
+    std::printf("%s\n", examples::init_from_note("captcha", a.run.init_from, file).c_str());
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
   std::unique_ptr<dist::DataParallel> dp;
@@ -253,6 +265,12 @@ int run_train(const TrainArgs& a) {
   parts.seed = a.seed;
   parts.fingerprints = &data.fingerprints;
   parts.program_metadata = [&best] { return best.metadata(); };
+  parts.epochs = epochs;
+  parts.total_steps = total_steps;
+  // An evaluation's cost guessed in training steps: a forward pass is about a third of a step.
+  parts.eval_steps_guess = static_cast<double>(data.validation->size()) / static_cast<double>(a.batch) / 3;
+  parts.on_cpu = !device.is_cuda();
+  parts.long_run_hint = "the CPU recipe learns 4-digit captchas in minutes: captcha train --recipe cpu";
   examples::TrainingLoop loop(std::move(parts));
   if (!a.run.resume.empty()) loop.announce_resume(a.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
@@ -277,6 +295,7 @@ int run_train(const TrainArgs& a) {
     int64_t epoch_step = resumed_mid_epoch ? start.epoch_step : 0;
     const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - (step - epoch_step));
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
+    loop.begin_epoch(epoch, progress);  // the whole run's time left, in the progress line
     LossLog losses(guard);
     const examples::EpochSums sums{[&] { losses.flush(); }, [&] { return losses.sums(); }};
     int64_t samples_before = 0;  // of this epoch, trained before this invocation
@@ -317,6 +336,8 @@ int run_train(const TrainArgs& a) {
     if (dp) val = sum_over_ranks(val, *dp);
     loop.check_eval_loss(val.loss, "validation", epoch, step);
     const double seconds = progress.elapsed_seconds();
+    const std::string run_left = loop.end_epoch(epoch, epoch_steps - (resumed_mid_epoch ? start.epoch_step : 0),
+                                                train_seconds, seconds - train_seconds);
     // This invocation's images: a resumed epoch's first steps ran in another one.
     const double images_per_second = static_cast<double>(losses.samples() - samples_before) / train_seconds;
 
@@ -327,10 +348,11 @@ int run_train(const TrainArgs& a) {
     char summary[400];
     std::snprintf(summary, sizeof summary,
                   "epoch %lld/%lld (step %lld): train loss %.4f | validation loss %.4f, whole-captcha accuracy %s%s, "
-                  "per-character %s | %s, %.0f images/s",
+                  "per-character %s | %s, %.0f images/s%s",
                   static_cast<long long>(epoch), static_cast<long long>(epochs), static_cast<long long>(step),
                   losses.mean(), val.loss, percent(val.sequence_accuracy).c_str(), best_shown.c_str(),
-                  percent(val.character_accuracy).c_str(), format_duration(seconds).c_str(), images_per_second);
+                  percent(val.character_accuracy).c_str(), format_duration(seconds).c_str(), images_per_second,
+                  run_left.c_str());
     progress.finish(summary);
     if (metrics)
       metrics->write({{"epoch", epoch},

@@ -16,6 +16,7 @@
 #include "examples/train_guard.h"
 #include "nn/data.h"
 #include "nn/layers.h"
+#include "nn/lr_schedule.h"
 #include "ops/ops.h"
 
 namespace mnist {
@@ -42,7 +43,9 @@ struct TrainFlags {
   std::string recipe = "default";
   std::string model = mnist::kModelName;  // --model
   std::string recipe_gpu_conv;            // --recipe fast: the conv2d kernel on a GPU ("" none)
-  examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
+  examples::RunFlags run;  // --save, --resume, --init-from, --save-every, --stop-after-epochs, --stop-after-steps
+  std::string save_best;   // --save-best FILE: the model of the best evaluation (examples/best_checkpoint.h)
+  int64_t early_stop = 0;  // --early-stop N: stop after N epochs without a new best (0: off)
 };
 
 // --recipe fast: fills in the recipe's settings where their flags were not given, and says which.
@@ -69,6 +72,26 @@ struct TrainingData {
 
 // --data: a folder of the four IDX files (or none: searched), or a CSV file in Kaggle's format.
 TrainingData load_training_data(const TrainFlags& f);
+// The images and labels of a labelled CSV file in Kaggle's format (train.csv; nn/image_csv.h), its first
+// `limit` rows (0: all), as the model reads them; for train --data and eval --data.
+std::shared_ptr<minidl::TensorDataset> csv_dataset(const std::string& path, int64_t limit = 0);
+// Whether `path` names something that exists and is not a directory (a CSV file, for --data).
+bool is_file(const std::string& path);
+
+// ------------------------------------------------------------------ a run's settings (examples/mnist/train_settings.cpp)
+
+// Refuses a schedule that cannot work with the run's step count, naming the flags that decide it.
+void check_step_count(const TrainFlags& f, int64_t batches_per_epoch, int64_t train_images);
+// The settings that make a run what it is ("run.*" metadata, and the model), saved with every checkpoint
+// and compared by --resume.
+examples::Metadata run_settings(const TrainFlags& f, const TrainingData& d, int64_t batches_per_epoch,
+                                int64_t total_steps);
+// With --weight-decay, also run.weight_decay (absent without it, so older files resume as before).
+examples::Metadata with_weight_decay(examples::Metadata settings, double weight_decay);
+// --schedule: onecycle and cosine over `total_steps` steps (stepped per batch), step (x0.7 per epoch), or
+// none (nullptr).
+std::unique_ptr<minidl::LRScheduler> make_schedule(const TrainFlags& f, minidl::Optimizer& optimizer,
+                                                   int64_t total_steps);
 
 // ------------------------------------------------------------------ devices
 

@@ -54,6 +54,19 @@ void add_fingerprints(TrainingData& d) {
 
 }  // namespace
 
+std::shared_ptr<TensorDataset> csv_dataset(const std::string& path, int64_t limit) {
+  ImageCsvOptions options;
+  options.limit = limit;
+  const ImageCsv file = read_image_csv(path, options);  // labels required
+  MINIDL_CHECK(file.rows > 0, path, ": no rows after the header");
+  return dataset_of(file.images.data(), file.labels.data(), file.rows);
+}
+
+bool is_file(const std::string& path) {
+  struct stat st;
+  return !path.empty() && ::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
 // --data: a folder of the four IDX files (or none: searched), or a CSV file in Kaggle's format
 // (nn/image_csv.h). The CSV file has no test set: --val-split (0.1 unless given) holds out a validation
 // set instead; the IDX files are evaluated on their test set unless --val-split is given.
@@ -68,11 +81,7 @@ TrainingData load_training_data(const TrainFlags& f) {
   const std::string split_note =
       str_cat(" (--val-split ", fraction, ", stratified, seed ", f.seed, ")");
   if (csv) {
-    ImageCsvOptions options;
-    options.limit = f.limit;
-    const ImageCsv file = read_image_csv(f.data, options);
-    MINIDL_CHECK(file.rows > 0, f.data, ": no rows after the header");
-    const auto all = dataset_of(file.images.data(), file.labels.data(), file.rows);
+    const auto all = csv_dataset(f.data, f.limit);
     d.train = all;
     if (fraction > 0) hold_out(d, *all, fraction, f.seed, f.data);
     d.description = str_cat(f.data, ": ", d.train->size(), " training images",

@@ -3,11 +3,11 @@
 //   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE [--resume-other-data]] [--stop-after-epochs N]
-//               [--stop-after-steps N]
+//               [--stop-after-steps N] [--init-from FILE] [--save-best FILE] [--early-stop N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
 //               [--target-accuracy A] [--recipe default|fast] [--model mnist_cnn|mnist_cnn_bn]
 //               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32|bf16]
-//   mnist eval --model FILE [--data DIR] [--deterministic]
+//   mnist eval --model FILE [--data DIR|labelled.csv] [--deterministic]
 //   mnist predict --model FILE IMAGE...
 //   mnist predict --model FILE --csv test.csv --out submission.csv
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE] [--cuda-graph]
@@ -76,7 +76,14 @@ int main(int argc, char** argv) {
                   "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
                   "appended to by --resume; any other file is refused)")
       ->check(non_empty());
-  examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --save-every, --stop-after-*
+  examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --init-from, --save-every, --stop-after-*
+  train_cmd->add_option("--save-best", tf.save_best,
+                        "also save the model of the epoch with the best evaluation accuracy to FILE (ties: the "
+                        "lower loss)")
+      ->check(non_empty());
+  train_cmd->add_option("--early-stop", tf.early_stop,
+                        "stop after N epochs in a row without a new best evaluation accuracy")
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   train_cmd->add_flag("--deterministic", tf.deterministic,
                       "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
@@ -114,7 +121,9 @@ int main(int argc, char** argv) {
   bool deterministic = false;
   CLI::App* eval_cmd = app.add_subcommand("eval", "print the test loss and accuracy of a saved model");
   eval_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
-  eval_cmd->add_option("--data", data, "directory with the MNIST files (default: searched as by train)");
+  eval_cmd->add_option("--data", data,
+                       "directory with the MNIST files (default: searched as by train; its test set is scored), or a "
+                       "labelled CSV file in Kaggle's format (train.csv: label,pixel0,...; every row is scored)");
   eval_cmd->add_option("--device", device, "auto, cpu or cuda[:N]")->capture_default_str();
   eval_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
   eval_cmd->add_flag("--deterministic", deterministic, "on a GPU, only deterministic algorithms");
@@ -125,7 +134,8 @@ int main(int argc, char** argv) {
   predict_cmd->add_option("--model", model_path, "checkpoint saved by `mnist train --save`")->required();
   CLI::Option* image_opt = predict_cmd->add_option("IMAGE", images, "image files (PNG, JPEG or BMP)");
   CLI::Option* csv_opt = predict_cmd->add_option(
-      "--csv", csv, "a CSV file of images in Kaggle's format (test.csv: pixel0,...,pixel783), instead of IMAGE files")
+      "--csv", csv, "a CSV file of images in Kaggle's format (test.csv: pixel0,...,pixel783), instead of IMAGE files; "
+      "a labelled file (train.csv) also gets its accuracy printed (`mnist eval --data FILE.csv` gives the loss too)")
       ->check(non_empty());
   CLI::Option* out_opt = predict_cmd->add_option(
       "--out", out, "with --csv: the submission file to write, ImageId,Label (atomically)")

@@ -45,6 +45,13 @@
 // --resume-other-data goes on, saying so: examples/run_state.h). eval and predict refuse a model whose
 // outputs are NaN or infinite. The same seed and thread count give the same bits on the CPU;
 // --deterministic does the same on a GPU (core/determinism.h).
+// Going on: --resume with a larger --epochs extends a run, finished or not (the schedule is recomputed
+// for the new length and set to the saved step; the log says so and gives the lr); --init-from FILE starts
+// a new run from FILE's weights (a new optimizer, schedule and position: examples/run_start.h).
+// --save-best FILE also saves the epoch with the best evaluation accuracy, --early-stop N ends the run after
+// N epochs without one (examples/best_checkpoint.h). The progress line and each epoch's summary give the
+// whole run's time left; on a CPU, a run projected past an hour says so after 5 steps
+// (examples/run_estimate.h). `eval --data FILE.csv` scores a labelled CSV file.
 // --distributed: this process is one rank of a data-parallel job started by `mpirun -np N mnist train
 // --distributed ...` (docs/distributed.md): --batch stays the global batch, each rank trains on its part of
 // every batch (a sharded loader) and evaluates its part of the test set; gradients and metrics are summed
@@ -64,10 +71,12 @@
 #include "dist/data_parallel.h"
 #include "dist/launch.h"
 #include "dist/process.h"
+#include "examples/best_checkpoint.h"
 #include "examples/flags.h"
 #include "examples/mnist/common.h"
 #include "examples/mnist/train_step.h"
 #include "examples/run_environment.h"
+#include "examples/run_start.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
 #include "examples/training_loop.h"
@@ -82,42 +91,6 @@
 using namespace minidl;
 
 namespace mnist {
-namespace {
-
-// The number of optimizer steps is known once the data is loaded; a schedule that cannot work with it is
-// refused before training, naming the flags that decide it.
-void check_step_count(const TrainFlags& f, int64_t batches_per_epoch, int64_t train_images) {
-  const int64_t total = static_cast<int64_t>(f.epochs) * batches_per_epoch;
-  const int64_t needed = OneCycleLR::min_total_steps();
-  MINIDL_CHECK(f.schedule != "onecycle" || total >= needed, "--schedule onecycle needs at least ", needed,
-               " training steps (a warm-up, then the decay), but --epochs ", f.epochs, " x ", batches_per_epoch,
-               " batch(es) of --batch ", f.batch, " (", train_images, " training images",
-               f.limit > 0 ? str_cat(", --limit ", f.limit) : std::string(), ") gives ", total,
-               ": train on more images, run more epochs, use a smaller --batch, or --schedule none");
-}
-
-// The settings that make a run what it is ("run.*" metadata, and the model), saved with every checkpoint
-// and compared by --resume: a resumed run must be the same run (examples/run_state.h).
-examples::Metadata run_settings(const TrainFlags& f, const TrainingData& d, int64_t batches_per_epoch,
-                                int64_t total_steps) {
-  return {{"model", f.model},
-          {"run.data", d.identity},
-          {"run.batch", std::to_string(f.batch)},
-          {"run.batches_per_epoch", std::to_string(batches_per_epoch)},
-          {"run.epochs", std::to_string(f.epochs)},
-          {"run.total_steps", std::to_string(total_steps)},
-          {"run.lr", examples::exact_number(f.lr)},
-          {"run.schedule", f.schedule},
-          {"run.seed", std::to_string(f.seed)}};
-}
-// With --weight-decay, also run.weight_decay (absent without it, so older files resume as before).
-examples::Metadata with_weight_decay(examples::Metadata settings, double weight_decay) {
-  if (weight_decay > 0) settings["run.weight_decay"] = examples::exact_number(weight_decay);
-  return settings;
-}
-
-}  // namespace
-
 int train(const TrainFlags& f) {
   select_kernels_from_flags(f.kernels);
   set_deterministic_algorithms(f.deterministic);  // before the first GPU op (core/determinism.h)
@@ -125,7 +98,7 @@ int train(const TrainFlags& f) {
   f.run.check();
   // No output may replace an input (nn/files.h): checked by every process, before the job starts. The
   // data's folder is the one searched for when --data is not given.
-  examples::check_run_paths(f.run, {"--metrics", f.metrics}, {},
+  examples::check_run_paths(f.run, {"--metrics", f.metrics}, {{"--save-best", f.save_best}},
                             {{"--data", f.data.empty() ? find_mnist_dir(f.data) : f.data}});
   std::unique_ptr<dist::DistributedRun> job;  // --distributed: this rank's place in the job
   if (f.distributed)
@@ -135,6 +108,8 @@ int train(const TrainFlags& f) {
   const std::string save_path = f.run.save_path();
   if (!save_path.empty())
     examples::prepare_save_path("mnist", save_path, f.run.save.empty() ? "--resume" : "--save", job.get());
+  if (!f.save_best.empty())
+    examples::prepare_save_path("mnist", f.save_best, "--save-best", job.get(), /*say_removed=*/false);
   const Device device = job ? job->device : choose_device(f.device);
   if (root) examples::print_run_environment("mnist train", device, f.kernels);  // examples/run_environment.h
   MINIDL_CHECK(!f.cuda_graph || device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
@@ -147,6 +122,8 @@ int train(const TrainFlags& f) {
   std::printf("mnist: data from %s\n", data.description.c_str());
   MINIDL_CHECK(f.target_accuracy == 0 || data.eval, "--target-accuracy ", f.target_accuracy,
                " needs an evaluation after each epoch, but --val-split 0 holds out nothing");
+  MINIDL_CHECK((f.save_best.empty() && f.early_stop == 0) || data.eval, "--save-best and --early-stop need an "
+               "evaluation after each epoch, but --val-split 0 holds out nothing");
 
   if (device.is_cuda() && !f.recipe_gpu_conv.empty()) select_kernel("conv2d", DeviceType::cuda, f.recipe_gpu_conv);
   if (device.is_cuda()) {
@@ -190,29 +167,28 @@ int train(const TrainFlags& f) {
   check_step_count(f, batches, data.train->size());
   // Per-batch schedules step after every optimizer step; StepLR after every epoch.
   const int64_t total_steps = static_cast<int64_t>(f.epochs) * batches;
-  std::unique_ptr<LRScheduler> scheduler;
-  if (f.schedule == "onecycle")
-    scheduler = std::make_unique<OneCycleLR>(optimizer, f.lr, total_steps);
-  else if (f.schedule == "cosine")
-    scheduler = std::make_unique<CosineAnnealingLR>(optimizer, total_steps);
-  else if (f.schedule == "step")
-    scheduler = std::make_unique<StepLR>(optimizer, 1, 0.7);
+  std::unique_ptr<LRScheduler> scheduler = make_schedule(f, optimizer, total_steps);
   const bool per_batch_schedule = f.schedule == "onecycle" || f.schedule == "cosine";
 
   // --resume: the model, Adam's state, the random stream and the position; the schedule follows the step.
   const examples::Metadata settings = with_weight_decay(run_settings(f, data, batches, total_steps), f.weight_decay);
   examples::RunPosition start;
+  examples::BestTracker best;  // the best epoch so far (--save-best, --early-stop; examples/best_checkpoint.h)
   examples::Metadata resumed;  // the --resume file's metadata
   std::vector<std::string> resume_notes;  // what the log says about it: data not checked, or other data
   if (!f.run.resume.empty()) {
-    const Checkpoint file = read_checkpoint(f.run.resume);
-    check_checkpoint_model(file, f.run.resume, f.model, "`mnist train --save`");  // one line for another model
-    resumed = load_checkpoint(file, f.run.resume, *model, &optimizer);
-    start = examples::resume_position(f.run.resume, resumed, settings, RunningStats::kSums);
-    const std::string data_note =
-        examples::check_data_fingerprints(f.run.resume, resumed, data.fingerprints, f.run.resume_other_data);
-    if (!data_note.empty()) resume_notes.push_back(data_note);
+    examples::ResumedRun r = examples::resume_run(f.run.resume, *model, optimizer, settings, RunningStats::kSums,
+                                                  data.fingerprints, f.run.resume_other_data, /*saved_by=*/"");
+    start = r.start;
+    resumed = std::move(r.metadata);
+    resume_notes = std::move(r.notes);
+    best.restore(resumed);
     if (scheduler) scheduler->set_step(per_batch_schedule ? start.step : start.epoch);
+    if (!r.length_note.empty()) resume_notes.push_back(str_cat(r.length_note, "; lr now ", optimizer.lr()));
+  } else if (!f.run.init_from.empty()) {  // the weights only: the optimizer and the schedule stay new
+    const examples::Metadata file =
+        examples::init_from(f.run.init_from, *model, settings, {"model"}, /*saved_by=*/"");
+    std::printf("%s\n", examples::init_from_note("mnist", f.run.init_from, file).c_str());
   }
   // After --resume, which every rank reads: the broadcast then changes nothing, but checks the ranks agree.
   std::unique_ptr<dist::DataParallel> dp;
@@ -266,15 +242,24 @@ int train(const TrainFlags& f) {
   parts.settings = settings;
   parts.seed = f.seed;
   parts.fingerprints = &data.fingerprints;
-  parts.program_metadata = [] {
-    return examples::Metadata{{"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}};
+  parts.epochs = f.epochs;
+  parts.total_steps = total_steps;
+  // An evaluation's cost guessed in training steps: a forward pass is about a third of a step.
+  parts.eval_steps_guess = data.eval ? static_cast<double>(data.eval->size()) / static_cast<double>(f.batch) / 3 : 0;
+  parts.on_cpu = !device.is_cuda();
+  parts.long_run_hint = "for a shorter run: fewer --epochs, or --limit N to train on N images";
+  parts.program_metadata = [&best] {
+    examples::Metadata m = best.metadata();
+    m["normalization"] = str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd);
+    return m;
   };
   examples::TrainingLoop loop(std::move(parts));
   if (!f.run.resume.empty()) loop.announce_resume(f.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
-  if (start.epoch >= f.epochs) {
-    std::printf("mnist: %s already holds the whole run (%s): nothing to do\n", f.run.resume.c_str(),
-                examples::describe_position(start, batches).c_str());
+  if (start.epoch >= f.epochs || best.should_stop(start.epoch, f.early_stop)) {
+    std::printf("mnist: %s already holds the whole run (%s%s): nothing to do\n", f.run.resume.c_str(),
+                examples::describe_position(start, batches).c_str(),
+                start.epoch < f.epochs ? ", stopped by --early-stop" : "");
     return 0;
   }
 
@@ -286,6 +271,7 @@ int train(const TrainFlags& f) {
   for (int epoch = static_cast<int>(start.epoch) + 1; epoch <= f.epochs; ++epoch) {
     model->train();
     Progress progress(str_cat("epoch ", epoch, "/", f.epochs), batches);
+    loop.begin_epoch(epoch, progress);  // the whole run's time left, in the progress line
     RunningStats stats(&guard);
     const examples::EpochSums sums{[&] { stats.flush(); }, [&] { return stats.sums(); }};
     // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
@@ -327,17 +313,24 @@ int train(const TrainFlags& f) {
       loop.check_eval_loss(result.loss, data.eval_name.c_str(), epoch, run_step);
     }
     const double seconds = progress.elapsed_seconds();
+    const bool new_best = eval_loader && best.update(epoch, result.accuracy, result.loss);
+    const std::string best_shown = f.save_best.empty() && f.early_stop == 0 ? std::string()
+                                   : new_best ? std::string(" (best)")
+                                              : str_cat(" (best ", percent(best.best_accuracy()), " at epoch ",
+                                                        best.best_epoch(), ")");
+    const std::string run_left = loop.end_epoch(epoch, batches - (resumed_mid_epoch ? start.epoch_step : 0),
+                                                train_seconds, seconds - train_seconds);
     const double since_start = seconds_since_created();
     // This invocation's images: a resumed epoch's first steps ran in another one.
     const double images_per_second = static_cast<double>(stats.count() - samples_before) / train_seconds;
 
-    char summary[320];
-    std::snprintf(summary, sizeof summary, "epoch %d/%d: train loss %.4f, accuracy %s%s | %s, %.0f images/s", epoch,
+    char summary[400];
+    std::snprintf(summary, sizeof summary, "epoch %d/%d: train loss %.4f, accuracy %s%s | %s, %.0f images/s%s", epoch,
                   f.epochs, stats.mean_loss(), percent(stats.accuracy()).c_str(),
                   eval_loader ? str_cat(" | ", data.eval_name, " loss ", number_4(result.loss), ", accuracy ",
-                                        percent(result.accuracy)).c_str()
+                                        percent(result.accuracy), best_shown).c_str()
                               : "",
-                  format_duration(seconds).c_str(), images_per_second);
+                  format_duration(seconds).c_str(), images_per_second, run_left.c_str());
     progress.finish(summary);
     if (graphed && epoch == start.epoch + 1) std::printf("mnist: CUDA graphs: %s\n", graphed->describe().c_str());
     const std::string eval_key = data.eval_name == "test" ? "test" : "val";
@@ -361,10 +354,10 @@ int train(const TrainFlags& f) {
       metrics->write(record);
     }
     const examples::RunPosition at{epoch, 0, run_step, {}};
-    if (!save_path.empty())
-      loop.save(at, eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}}
-                                : examples::Metadata{},
-                save_path);
+    const examples::Metadata accuracy =
+        eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}} : examples::Metadata{};
+    if (!save_path.empty()) loop.save(at, accuracy, save_path);
+    if (new_best && !f.save_best.empty()) loop.save(at, accuracy, f.save_best);
     std::fflush(stdout);
     if (f.target_accuracy > 0 && result.accuracy >= f.target_accuracy) {
       std::printf("mnist: %s accuracy %s reached --target-accuracy %g after epoch %d (step %lld), %.3f s after "
@@ -373,7 +366,15 @@ int train(const TrainFlags& f) {
                   static_cast<long long>(run_step), since_start);
       return 0;
     }
-    if (auto status = loop.after_epoch(at, epoch == f.epochs)) return *status;
+    const bool stop_early = epoch != f.epochs && best.should_stop(epoch, f.early_stop);
+    if (auto status = loop.after_epoch(at, epoch == f.epochs || stop_early)) return *status;
+    if (stop_early) {
+      std::printf("mnist: early stop: %lld epochs without a new best (--early-stop %lld); best %s accuracy %s at "
+                  "epoch %lld\n", static_cast<long long>(best.epochs_without_improvement(epoch)),
+                  static_cast<long long>(f.early_stop), data.eval_name.c_str(), percent(best.best_accuracy()).c_str(),
+                  static_cast<long long>(best.best_epoch()));
+      break;
+    }
   }
   if (eval_loader) {
     std::printf("final %s accuracy: %s (%lld/%lld)\n", data.eval_name.c_str(), percent(result.accuracy).c_str(),
