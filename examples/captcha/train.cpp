@@ -29,6 +29,13 @@
 // fingerprint differs from the file's, naming --data or --val-data (--resume-other-data goes on, saying
 // so: examples/run_state.h). --deterministic: the same bits on a GPU for the same flags
 // (core/determinism.h); the CPU always gives them for the same --threads and OMP_NUM_THREADS.
+// Going on: --resume with a larger --epochs (or --steps) extends a run, finished or not: the cosine
+// schedule is recomputed for the new total and set to the saved step (the log gives the lr; fewer steps
+// than done are refused). --init-from FILE starts a new run from FILE's weights with a new optimizer,
+// schedule and position, e.g. fine-tuning the generated-captcha model on one's own --data folder (the
+// model flags must be FILE's: examples/run_start.h). The progress line and each epoch's summary give the
+// whole run's time left; on a CPU a run projected past an hour says so after 5 steps and points to
+// --recipe cpu (examples/run_estimate.h, examples/captcha/recipe.cpp).
 // --distributed: one rank of a data-parallel job, `mpirun -np N captcha train --distributed ...`
 // (docs/distributed.md): --batch stays the global batch; each rank trains on its part of every batch and
 // validates on its part of the validation set; gradients, losses and accuracies are summed over the ranks
@@ -71,29 +78,6 @@ using namespace minidl;
 namespace captcha {
 
 namespace {
-
-// The settings that make a run what it is, saved with every epoch ("run.*" metadata) and compared by
-// --resume: a resumed run must be the same run, or its result would be neither run's.
-std::map<std::string, std::string> run_settings(const TrainArgs& a, const TrainingData& data, int64_t epochs,
-                                                int64_t total_steps, double weight_decay) {
-  std::map<std::string, std::string> m = {{"run.data", data.description},
-          {"run.batch", std::to_string(a.batch)},
-          {"run.batches_per_epoch", std::to_string(data.batches_per_epoch)},
-          {"run.epochs", std::to_string(epochs)},
-          {"run.total_steps", std::to_string(total_steps)},
-          {"run.lr", examples::exact_number(a.lr)},
-          {"run.schedule", a.schedule},
-          {"run.seed", std::to_string(a.seed)}};
-  // Only when on, so that files of runs without them (and of older builds) resume as before.
-  if (data.augment != "none") m["run.augment"] = data.augment;
-  if (weight_decay > 0) m["run.weight_decay"] = examples::exact_number(weight_decay);
-  return m;
-}
-
-// The settings that decide the model's tensors: --init-from's file must have this run's (the label
-// length, the dropout and everything about the run may differ: fine-tuning on other captchas).
-const std::vector<std::string> kInitFromKeys = {"model",  "charset",         "width", "height",    "channels",
-                                                "convs_per_block", "rnn", "gru_hidden", "gru_layers"};
 
 // A validation result of every rank's part, summed over the ranks.
 EvalResult sum_over_ranks(EvalResult r, dist::DataParallel& dp) {
@@ -202,7 +186,7 @@ int run_train(const TrainArgs& a) {
     if (schedule) schedule->set_step(start.step);
     if (!r.length_note.empty()) resume_notes.push_back(str_cat(r.length_note, "; lr now ", optimizer.lr()));
   } else if (!a.run.init_from.empty()) {  // the weights only: the optimizer and the schedule stay new
-    const examples::Metadata file = examples::init_from(a.run.init_from, *model, settings, kInitFromKeys,
+    const examples::Metadata file = examples::init_from(a.run.init_from, *model, settings, init_from_keys(),
                                                         "`captcha train --save`", with_metadata_defaults);
     std::printf("%s\n", examples::init_from_note("captcha", a.run.init_from, file).c_str());
   }

@@ -1,11 +1,12 @@
 // examples/captcha/train.h — what the files of `captcha train` share: its flags (TrainArgs, added to the
-// command line by examples/captcha/train_flags.cpp), its data (examples/captcha/train_data.cpp) and the
+// command line by examples/captcha/train_flags.cpp; --recipe: recipe.cpp), its data (examples/captcha/train_data.cpp) and the
 // run itself (run_train, examples/captcha/train.cpp, which says what each flag does).
 #pragma once
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct TrainArgs {
   std::string charset = minidl::CaptchaOptions().charset, length = "4", rnn = "gru", gru = "auto", schedule = "cosine";
   std::string channels = "32,64,128,256,256";
   std::string augment = "all", save_best;
+  std::string recipe = "default";  // --recipe cpu: a short run for a CPU (examples/captcha/recipe.cpp)
   bool no_augment = false;
   double augment_strength = 1.0;
   double weight_decay = -1;  // < 0: not given (0.01 with --data, else 0)
@@ -65,6 +67,17 @@ struct TrainingData {
 TrainingData generated_data(const TrainArgs& a, int threads, Shard shard);
 // --data DIR: its labelled images, augmented each epoch; validation on --val-data, or on images held out.
 TrainingData folder_data(const TrainArgs& a, int threads, Shard shard);
+
+// The settings that make a run what it is, saved with every epoch ("run.*" metadata) and compared by
+// --resume (examples/captcha/train_settings.cpp); `weight_decay`: the one in use.
+std::map<std::string, std::string> run_settings(const TrainArgs& a, const TrainingData& data, int64_t epochs,
+                                                int64_t total_steps, double weight_decay);
+// The model settings an --init-from file must share with this run: those that decide its tensors (the label
+// length, the dropout and everything about the run may differ: fine-tuning on other captchas).
+const std::vector<std::string>& init_from_keys();
+
+// --recipe cpu: fills in the recipe's settings where their flags were not given on `cmd`, and says which.
+void apply_recipe(TrainArgs& a, const CLI::App& cmd);  // examples/captcha/recipe.cpp
 
 // Trains as the flags say, printing progress and validation accuracy; returns the exit status.
 int run_train(const TrainArgs& a);
