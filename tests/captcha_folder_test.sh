@@ -55,7 +55,7 @@ cmp "$dir/best.ckpt" "$dir/best2.ckpt" || fail "the resumed run's best file diff
 if "$bin" "${flags[@]}" --no-augment --resume "$dir/resumed.ckpt" >"$dir/other.log" 2>&1; then
   fail "a resume without the augmentation was accepted"
 fi
-grep -q "run.augment: saved all, this run (none)" "$dir/other.log" || fail "the refusal does not name run.augment"
+grep -q -- "--augment: saved all, asked (none)" "$dir/other.log" || fail "the refusal does not name --augment"
 echo "OK: an augmented AdamW run on a folder resumes exactly (last and best files identical)"
 
 # The best epoch by the rule of examples/best_checkpoint.h, from the metrics: "epoch accuracy".

@@ -57,7 +57,7 @@ untimed() { perl -pe 's/"(seconds|seconds_since_start|train_seconds|images_per_s
 if "$bin" "${flags[@]}" --lr 0.5 --resume "$dir/resumed.ckpt" >"$dir/other.log" 2>&1; then
   fail "a resume with another --lr was accepted"
 fi
-grep -q "run.lr: saved" "$dir/other.log" || fail "the refusal does not name the setting"
+grep -q -- "--lr: saved" "$dir/other.log" || fail "the refusal does not name the flag"
 "$bin" "${flags[@]}" --resume "$dir/resumed.ckpt" >"$dir/done.log" 2>&1 || fail "resuming a finished run"
 grep -q "nothing to do" "$dir/done.log" || fail "resuming a finished run did not say there is nothing to do"
 echo "OK: stopped after an epoch and in the middle of one, resumed twice: the final file and the metrics are the uninterrupted run's"

@@ -9,7 +9,7 @@
 #                   (weights, Adam's state, the random-stream position, the metadata) and the metrics equal
 #                   but for their timings (the mid-epoch file carries the epoch's running sums). The same with
 #                   --schedule step (a per-epoch schedule) stopped in the middle of epoch 2. Then: a resume
-#                   with another --lr is refused naming run.lr; a finished run has nothing to do;
+#                   with another --lr is refused naming --lr; a finished run has nothing to do;
 #                   --stop-after-steps without a file is refused.
 #   interrupt       SIGINT while training: exit status 130, a message with the position, the file and the
 #                   command that resumes; running that very command finishes the run byte-identical to an
@@ -90,7 +90,7 @@ resume)
 
   "$mnist" "${flags[@]}" --lr 0.5 --resume "$dir/resumed.ckpt" >"$dir/other.log" 2>&1 &&
     fail "a resume with another --lr was accepted"
-  grep -q "run.lr: saved 0.002.*, this run 0.5" "$dir/other.log" || fail "the refusal does not name the setting"
+  grep -q -- "--lr: saved 0.002.*, asked 0.5" "$dir/other.log" || fail "the refusal does not name the flag"
   "$mnist" "${flags[@]}" --resume "$dir/resumed.ckpt" >"$dir/done.log" 2>&1 || fail "resuming a finished run"
   grep -q "already holds the whole run (after epoch 3 (step 21)): nothing to do" "$dir/done.log" ||
     fail "resuming a finished run did not say there is nothing to do"

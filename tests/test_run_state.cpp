@@ -103,15 +103,15 @@ TEST_CASE("run state: a file of another run, or of no resumable run, is refused"
   other["run.lr"] = "0.5";
   other["run.batch"] = "32";
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other, 2),
-                    "--resume m.ckpt: the saved run had other settings; resume with the same flags (run.batch: saved "
-                    "64, this run 32; run.lr: saved 0.001, this run 0.5)");
+                    "--resume m.ckpt: the saved run had other settings; resume with the same flags (--batch: saved "
+                    "64, asked 32; --lr: saved 0.001, asked 0.5)");
   other["run.new"] = "x";
-  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other, 2), Catch::Contains("run.new: saved (none), this run x"));
+  CHECK_THROWS_WITH(examples::resume_position("m.ckpt", saved, other, 2), Catch::Contains("run.new: saved (none), asked x"));
   // A setting the file has and this run has not (written only when on): refused too.
   examples::Metadata decayed = saved;
   decayed["run.weight_decay"] = "0.01";
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", decayed, settings, 2),
-                    Catch::Contains("run.weight_decay: saved 0.01, this run (none)"));
+                    Catch::Contains("--weight-decay: saved 0.01, asked (none)"));
 
   examples::Metadata plain = settings;  // saved by a run that was not resumable
   CHECK_THROWS_WITH(examples::resume_position("m.ckpt", plain, settings, 2),
