@@ -9,7 +9,8 @@
 #   - train 1 epoch: exit 0, 270 training and 30 validation images (10% of each class), val_* metrics,
 #     a checkpoint; --val-split 0 trains on every row and evaluates nothing;
 #   - predict: submission.csv is "ImageId,Label" and one "i,digit" line per row, i = 1..37 in order;
-#     a labelled file also prints the accuracy against its labels;
+#     a labelled file also prints the accuracy against its labels, and `eval --data train.csv` prints
+#     that accuracy with a loss (a missing CSV file is named);
 #   - each malformed train.csv (wrong column count, a non-numeric pixel, a pixel of 256, a label of 10,
 #     a wrong header, test.csv given to train, an empty file, a blank line between rows): exit 1, the
 #     message names the file and the line, and neither --save nor --metrics file is created;
@@ -75,7 +76,16 @@ perl -ne 'next if $. == 1; die "line $.: $_" unless /^(\d+),([0-9])$/ && $1 == $
   >"$dir/scored.log" 2>&1 || fail "predict --csv on a labelled file"
 grep -q "accuracy against the labels in $dir/train.csv: .* (.*/300)" "$dir/scored.log" ||
   fail "a labelled file's accuracy was not printed"
-echo "OK: train.csv trained with a stratified validation split; submission.csv has ImageId,Label for every row"
+# eval --data FILE.csv scores the labelled file: the same accuracy as predict's, and a loss.
+"$mnist" eval --model "$dir/m.ckpt" --device cpu --data "$dir/train.csv" >"$dir/eval.log" 2>&1 ||
+  fail "eval --data train.csv"
+scored=$(sed -n "s|^accuracy against the labels in $dir/train.csv: \(.*\)$|\1|p" "$dir/scored.log")
+grep -qx "$dir/train.csv: loss [0-9.]*, accuracy $scored" "$dir/eval.log" ||
+  fail "eval --data train.csv does not print predict's accuracy ($scored) with a loss"
+"$mnist" eval --model "$dir/m.ckpt" --device cpu --data "$dir/missing.csv" >"$dir/eval_missing.log" 2>&1 &&
+  fail "eval of a missing CSV file succeeded"
+grep -q "missing.csv" "$dir/eval_missing.log" || fail "eval of a missing CSV file does not name it"
+echo "OK: train.csv trained with a stratified validation split; submission.csv has ImageId,Label for every row; eval --data train.csv scores it"
 
 "$mnist" "${train[@]}" --val-split 0 --schedule none >"$dir/all.log" 2>&1 || fail "--val-split 0"
 grep -q "300 training images, no validation (--val-split 0)" "$dir/all.log" || fail "--val-split 0: the data line"
