@@ -7,7 +7,7 @@
 # 5x5 square at a place that depends on the label, on dim noise, as in tests/mnist_fixture.pl), and
 # test.csv, 37 rows of pixels only. Checks:
 #   - train 1 epoch: exit 0, 270 training and 30 validation images (10% of each class), val_* metrics,
-#     a checkpoint; --val-split 0 trains on every row and evaluates nothing;
+#     a checkpoint; --val-split 0 trains on every row and evaluates nothing (--early-stop is refused);
 #   - predict: submission.csv is "ImageId,Label" and one "i,digit" line per row, i = 1..37 in order;
 #     a labelled file also prints the accuracy against its labels, and `eval --data train.csv` prints
 #     that accuracy with a loss (a missing CSV file is named);
@@ -90,7 +90,10 @@ echo "OK: train.csv trained with a stratified validation split; submission.csv h
 "$mnist" "${train[@]}" --val-split 0 --schedule none >"$dir/all.log" 2>&1 || fail "--val-split 0"
 grep -q "300 training images, no validation (--val-split 0)" "$dir/all.log" || fail "--val-split 0: the data line"
 grep -q "validation" <(grep "^epoch 1/1:" "$dir/all.log") && fail "--val-split 0 evaluated something"
-echo "OK: --val-split 0 trains on every row"
+"$mnist" "${train[@]}" --val-split 0 --early-stop 1 >"$dir/noval.log" 2>&1 && fail "--early-stop without an evaluation"
+grep -q -- "--save-best and --early-stop need an evaluation after each epoch" "$dir/noval.log" ||
+  fail "no message for --early-stop with --val-split 0"
+echo "OK: --val-split 0 trains on every row (and refuses --early-stop)"
 
 # ---- malformed training files: FILE:LINE, exit 1, nothing written
 header=$(head -n 1 "$dir/train.csv")
