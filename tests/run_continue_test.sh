@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# tests/run_continue_test.sh CASE MNIST_BINARY — going on with a run and knowing how long it has left
+# tests/run_continue_test.sh CASE BINARY — going on with a run and knowing how long it has left
 # (examples/run_start.h, examples/run_estimate.h, examples/best_checkpoint.h), on `mnist train` with the
-# MNIST fixture (tests/mnist_fixture.pl: 200 training images, 40 test, 7 steps of 32 an epoch). No check
-# depends on how fast the machine is.
+# MNIST fixture (tests/mnist_fixture.pl: 200 training images, 40 test, 7 steps of 32 an epoch), and on
+# `captcha train` with a tiny model (case captcha; BINARY is then captcha). No check depends on how fast the
+# machine is.
 #
 # Cases (one ctest entry each):
 #   estimate    a 2-epoch run prints the whole run's time left in its progress lines ("ETA epoch M:SS, run
@@ -19,6 +20,11 @@
 #   best        --save-best and --early-stop: with an lr too small to change a float32 weight, epoch 2 ties
 #               epoch 1, so --early-stop 1 ends the run after epoch 2, the best file holds epoch 1, and
 #               its evaluation is the run's.
+#   captcha     (exit 77 without a captcha font) the run's time left after epoch 1; a 2-epoch run resumed
+#               with --epochs 3 at the 3-epoch cosine schedule's lr; --rnn lstm refused naming --rnn by
+#               --resume and by --init-from; --init-from's log line; --recipe cpu's settings (the slim model
+#               of 248,091 parameters); and a CPU run of 100,000 epochs (more than an hour at any speed a
+#               step can have) warning after 5 steps with its projected time and --recipe cpu.
 set -u
 case_name=$1
 mnist=$2
@@ -40,7 +46,9 @@ less() { perl -e 'exit($ARGV[0] < $ARGV[1] ? 0 : 1)' "$1" "$2"; }
 # close A B: A and B agree to 5 significant digits (a number printed with 6).
 close() { perl -e 'exit(abs($ARGV[0] - $ARGV[1]) <= 1e-5 * abs($ARGV[1]) ? 0 : 1)' "$1" "$2"; }
 
-perl "$here/mnist_fixture.pl" "$dir/data" 200 40 || fail "writing the fixture"
+if [ "$case_name" != captcha ]; then
+  perl "$here/mnist_fixture.pl" "$dir/data" 200 40 || fail "writing the fixture"
+fi
 flags=(train --data "$dir/data" --device cpu --batch 32 --seed 5)
 
 case $case_name in
@@ -115,6 +123,47 @@ best)
   acc=$(sed -n 's/^epoch 1\/4: .* test loss [0-9.]*, accuracy \([0-9.]*%\) (best).*/\1/p' "$dir/run.log")
   grep -q "^test accuracy: $acc " "$dir/eval.log" || fail "the best file's accuracy is not epoch 1's ($acc)"
   echo "OK: --save-best kept epoch 1, --early-stop 1 ended the run after epoch 2"
+  ;;
+
+captcha)
+  captcha=$mnist
+  if ! "$captcha" gen --out "$dir/probe" --count 1 --dry-run >"$dir/probe.log" 2>&1; then
+    echo "SKIPPED: cannot render captchas here:"
+    cat "$dir/probe.log"
+    exit 77
+  fi
+  model=(train --device cpu --charset 0123456789 --channels 4,4,4,4,4 --convs-per-block 1 --hidden 8
+         --batch 4 --epoch-size 8 --val-count 8 --threads 1 --seed 7)  # 2 steps an epoch
+  "$captcha" "${model[@]}" --epochs 3 --metrics "$dir/fresh3.jsonl" >"$dir/fresh3.log" 2>&1 || fail "the 3-epoch run"
+  grep -q "^epoch 1/3 (step 2): .* images/s, run ~[0-9]*:[0-9][0-9] left$" "$dir/fresh3.log" ||
+    fail "epoch 1's summary does not give the run's time left"
+  "$captcha" "${model[@]}" --epochs 2 --save "$dir/a.ckpt" >"$dir/a.log" 2>&1 || fail "the 2-epoch run"
+  "$captcha" "${model[@]}" --epochs 3 --resume "$dir/a.ckpt" >"$dir/ext.log" 2>&1 || fail "resuming with --epochs 3"
+  grep -q "extending the run from 2 epoch(s) (4 steps) to 3 (6 steps): the learning-rate schedule is recomputed for 6 steps; lr now " \
+    "$dir/ext.log" || fail "the log does not say the run is extended"
+  lr_now=$(sed -n 's/.*; lr now \([0-9.e+-]*\)$/\1/p' "$dir/ext.log")
+  close "$lr_now" "$(field "$dir/fresh3.jsonl" 2 lr)" ||
+    fail "lr now $lr_now is not the 3-epoch schedule's at step 4 ($(field "$dir/fresh3.jsonl" 2 lr))"
+  grep -q "^epoch 3/3 (step 6):" "$dir/ext.log" || fail "the extended run did not train epoch 3"
+  for how in --resume --init-from; do
+    "$captcha" "${model[@]}" --epochs 3 --rnn lstm $how "$dir/a.ckpt" >"$dir/lstm.log" 2>&1 && fail "$how: --rnn lstm accepted"
+    grep -q -- "(--rnn: saved gru, asked lstm)" "$dir/lstm.log" || fail "$how: the refusal does not name --rnn"
+  done
+  "$captcha" "${model[@]}" --epochs 1 --init-from "$dir/a.ckpt" >"$dir/init.log" 2>&1 || fail "--init-from"
+  grep -q "^captcha: --init-from $dir/a.ckpt: the weights after epoch 3 .*position (step 0)" "$dir/init.log" ||
+    fail "the log does not say what --init-from took"
+  "$captcha" train --device cpu --recipe cpu --threads 1 --stop-after-steps 1 --save "$dir/r.ckpt" >"$dir/recipe.log" 2>&1 ||
+    fail "--recipe cpu"
+  grep -q "^captcha: --recipe cpu: --charset 0123456789 --channels 16,32,64,64,64 --convs-per-block 1 --hidden 64 --batch 32 --lr 0.005 --epochs 3 --epoch-size 6400 --val-count 1000$" \
+    "$dir/recipe.log" || fail "--recipe cpu does not list its settings"
+  grep -q "248091 parameters.* 3 epoch(s) of 200 batches of 32, 600 steps" "$dir/recipe.log" ||
+    fail "--recipe cpu does not build the slim model for 600 steps"
+  "$captcha" "${model[@]}" --epochs 100000 --stop-after-steps 6 --save "$dir/long.ckpt" >"$dir/long.log" 2>&1 ||
+    fail "the long run"
+  grep -q "^captcha: warning: on this CPU the run needs about [0-9:]* more (100000 epoch(s) of 2 steps, .* a step); .*captcha train --recipe cpu$" \
+    "$dir/long.log" || fail "no warning for a run of 100,000 epochs on the CPU"
+  grep -q "warning: on this CPU" "$dir/fresh3.log" && fail "a short run warned"
+  echo "OK: captcha: time left, a run extended, --rnn refused by name, --init-from, --recipe cpu, the CPU warning"
   ;;
 
 *)
