@@ -70,7 +70,12 @@ bool is_tf32_kernel(const std::string& name) { return name.find("tf32") != std::
 
 double tf32_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 256; }
 
+bool is_bf16_kernel(const std::string& name) { return name.find("bf16") != std::string::npos; }
+
+double bf16_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 64; }
+
 Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32) {
+  if (is_bf16_kernel(name)) return {std::max(fp32.rtol, kBf16Rtol), std::max(fp32.atol, bf16_atol(terms))};
   if (!is_tf32_kernel(name)) return fp32;
   return {std::max(fp32.rtol, kTf32Rtol), std::max(fp32.atol, tf32_atol(terms))};
 }
