@@ -3,8 +3,8 @@
 defaults, priorities, which kernel serves a call) are what the built programs print.
 
 A measured figure (a time, a GFLOP/s) names its machine and date in the text; a figure that describes the
-code is instead marked with a comment on the line before the paragraph, fenced block or SVG group it is in,
-and this script runs the command and compares:
+code is instead marked with a comment, on a line of its own just before the paragraph, fenced block or SVG
+group it is in, and this script runs the command and compares:
 
   <!-- checked: COMMAND; count: REGEX; text: TEXT -->
       the block contains TEXT, {n} in it replaced by how many lines of COMMAND's output REGEX matches
@@ -56,7 +56,7 @@ def block_after(lines, i):
     """The block a marker on line i describes: the fenced block that starts after the markers, else the
     lines up to the next blank line."""
     j = i + 1
-    while j < len(lines) and MARKER.search(lines[j]):
+    while j < len(lines) and MARKER.match(lines[j].lstrip()):
         j += 1
     if j < len(lines) and lines[j].startswith("```"):
         k = j + 1
@@ -142,7 +142,7 @@ def main():
     for page in pages(root):
         lines = page.read_text(encoding="utf-8").split("\n")
         for i, line in enumerate(lines):
-            marker = MARKER.search(line)
+            marker = MARKER.match(line.lstrip())  # a marker has a line of its own
             if not marker:
                 continue
             where = f"{page.relative_to(root)}:{i + 1}"
