@@ -84,7 +84,8 @@ def declared_functions(header):
         m = re.search(r"\b([A-Za-z_]\w*)\s*\([^()]*\)\s*(const)?\s*$", statement.strip())
         if m and not re.match(r"^\s*(using|typedef|struct|class)\b", statement.strip()):
             names.append(m[1])
-    return sorted(set(names))
+    # A function the header defines itself (inline, with its body) is given, not the student's to write.
+    return sorted(n for n in set(names) if not defines(header, n))
 
 
 def defines(code, name):
@@ -143,24 +144,30 @@ def check_exercise(folder, root):
 
     readme = (folder / "README.md").read_text(encoding="utf-8")
     check = (folder / "check.cpp").read_text(encoding="utf-8")
-    number_match = re.match(r"(\d+)-", name)
-    number = int(number_match[1]) if number_match else None
+    # The exercise's number as the course writes it: folder 04-... is "4", 04b-... is "4b".
+    number_match = re.match(r"(\d+)([a-z]?)-", name)
+    number = str(int(number_match[1])) + number_match[2] if number_match else None
 
     # title: README, checker and stub name the same exercise
-    heading = re.match(r"# Exercise (\d+): (.+)", readme)
-    info = re.search(r"Checker\s+\w+\s*\(\s*argc\s*,\s*argv\s*,\s*\{\s*(\d+)\s*,\s*\"([^\"]*)\"\s*,\s*\"([^\"]*)\"\s*\}", check)
+    heading = re.match(r"# Exercise (\w+): (.+)", readme)
+    # exercise::Checker c(ARGC, ARGV, {N or "Nb", "TITLE", "exercises/NN-name/FILE" or a constant holding it})
+    info = re.search(r"Checker\s+\w+\s*\(.*?\{\s*\"?(\w+)\"?\s*,\s*\"([^\"]*)\"\s*,\s*(\"[^\"]*\"|\w+)\s*\}\s*\)",
+                     strip_comments(check), re.DOTALL)
     if not heading:
         problem("README.md does not start with `# Exercise N: TITLE`")
-    elif int(heading[1]) != number:
+    elif heading[1] != number:
         problem(f"README.md says exercise {heading[1]}, the folder is number {number}")
     if not info:
         problem('check.cpp has no `Checker c(argc, argv, {N, "TITLE", "exercises/.../FILE"})`')
     else:
-        if int(info[1]) != number:
+        if info[1] != number:
             problem(f"check.cpp's Checker says exercise {info[1]}, the folder is number {number}")
         if heading and words(info[2]) != words(heading[2]):
             problem(f"check.cpp's title \"{info[2]}\" is not the README's \"{heading[2].strip()}\"")
-        file_path = info[3]
+        file_path = info[3].strip('"')
+        if not info[3].startswith('"'):  # a constant: its definition in check.cpp
+            constant = re.search(r"\b" + info[3] + r"\b[^=;]*=\s*\"([^\"]*)\"", check)
+            file_path = constant[1] if constant else info[3]
         if not file_path.startswith(f"exercises/{name}/") or file_path.split("/")[-1] not in files["stub"]:
             problem(f"check.cpp names the student's file {file_path}, not exercises/{name}/ and a file of stub/")
         else:
