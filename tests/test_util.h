@@ -21,7 +21,7 @@ std::string cuda_unavailable_reason();
 // cpu, plus cuda:0 when usable. Prints once (as a Catch2 WARN) that GPU cases are skipped otherwise.
 std::vector<Device> test_devices();
 
-// Compares got (any device) with ref elementwise: |got - ref| <= atol + rtol * |ref|.
+// Compares got (any device) with ref elementwise by agrees(g, r, rtol, atol) of tests/agrees.h.
 // Returns "" on success, otherwise a message with the max error and the first mismatches (flat index,
 // and the index per dimension for tensors of two or more dimensions).
 std::string compare(const Tensor& got, const Tensor& ref, double rtol, double atol);
