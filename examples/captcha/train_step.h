@@ -60,8 +60,9 @@ class GraphedTrainStep {
           return std::vector<minidl::Tensor>{log_probs, loss};
         }) {}
 
-  // As train_step: inputs [B, 3, H, W], targets [B, S] padded with 0,
-  // input_lengths and target_lengths [B] int64, on any device (the labels best on the CPU, see above).
+  // As train_step, with the optimizer's update: inputs [B, 3, H, W], targets [B, S] padded with 0,
+  // input_lengths and target_lengths [B] int64, on any device (the labels best on the CPU, see above). On a
+  // CPU device nothing is captured: every step runs eagerly (the programs refuse --cuda-graph there).
   TrainStep operator()(const minidl::Tensor& inputs, const minidl::Tensor& targets,
                        const minidl::Tensor& input_lengths, const minidl::Tensor& target_lengths) {
     minidl::check_ctc_targets(targets, input_lengths, target_lengths, model_.config.time_steps(),
@@ -70,7 +71,7 @@ class GraphedTrainStep {
     return TrainStep{out[0], out[1]};
   }
 
-  // "batch 128: 512 nodes" (the captured graphs so far), or "none captured yet".
+  // "batch 128: N nodes" (the captured graphs so far), or "none captured yet".
   std::string describe() const { return step_.describe(); }
   // Nodes of every graph captured so far (0 before the first capture).
   size_t node_count() const { return step_.node_count(); }
