@@ -2,8 +2,9 @@
 //
 // ctc_loss (ops/ops.h) checks every label and length on the host before it queues a kernel, so that a bad
 // one is an error naming the sample rather than an out-of-bounds read on the device. A training step
-// captured as a CUDA graph (nn/graphed_step.h) runs no front end when it is replayed: the caller copies
-// each batch into the graph's fixed tensors and checks it with this function first (examples/graphed_train_step.h).
+// captured as a CUDA graph (nn/graphed_step.h) runs no front end when it is replayed, and inside the
+// capture ctc_loss cannot read the labels back (ops/ctc.cpp): the caller checks each batch with this
+// function before copying it into the graph's tensors (examples/captcha/train_step.h).
 #pragma once
 #include <cstdint>
 
