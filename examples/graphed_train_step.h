@@ -55,10 +55,16 @@ class GraphedTrainStep {
       for (const minidl::Tensor& t : inputs)
         c.inputs.push_back(minidl::empty(t.shape(), minidl::TensorOptions(t.dtype(), device_)));
       c.step = std::make_unique<minidl::GraphedStep>(
-          device_, model_.parameters(), [this, &c] { return step_(c.inputs); }, /*warmup=*/2, &optimizer_);
+          device_, model_.parameters(), [this, &c] { return step_(c.inputs); }, kWarmup, &optimizer_);
     }
     for (size_t i = 0; i < inputs.size(); ++i) minidl::copy_(c.inputs[i], inputs[i]);
-    return c.step->run();  // the optimizer's step included
+    const bool captures_now = device_.is_cuda() && c.calls++ == kWarmup;
+    if (!captures_now) return c.step->run();  // the optimizer's step included
+    try {
+      return c.step->run();
+    } catch (const minidl::Error& e) {  // the capture failed (the message says why): say how to do without
+      throw minidl::Error(minidl::str_cat(e.what(), " (--no-cuda-graph runs every step eagerly)"));
+    }
   }
 
   // "batch 256: 164 nodes; batch 96: 164 nodes" (the captured graphs so far), or "none captured yet".
@@ -79,9 +85,11 @@ class GraphedTrainStep {
   }
 
  private:
+  static constexpr int kWarmup = 2;  // eager steps before the capture (nn/graphed_step.h)
   struct Captured {
     std::vector<minidl::Tensor> inputs;  // the graph reads these; each call copies its inputs in
     std::unique_ptr<minidl::GraphedStep> step;
+    int calls = 0;  // steps run so far; the call after kWarmup eager ones captures
   };
   minidl::Module& model_;
   minidl::Optimizer& optimizer_;
