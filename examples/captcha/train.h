@@ -40,6 +40,7 @@ struct TrainArgs {
   std::string precision = "tf32";
   std::vector<std::string> kernels;
   bool distributed = false;
+  bool cuda_graph = false, no_cuda_graph = false;  // the step from a CUDA graph (the default on one GPU), or not
   CLI::Option* charset_flag = nullptr;  // was --charset given?
   CLI::Option* length_flag = nullptr;
 };
