@@ -70,13 +70,18 @@ Tensor nchw_view(const Tensor& nhwc) {
 }
 
 Tensor copy_in_format(const Tensor& t, MemoryFormat format) {
-  if (format == MemoryFormat::channels_last) {
-    if (t.dim() != 4 || suggest_memory_format(t) == MemoryFormat::channels_last) return t;
+  if (format == MemoryFormat::channels_last && t.dim() == 4) {
+    if (suggest_memory_format(t) == MemoryFormat::channels_last) return t;
+    // Already in NHWC order (one channel, or 1x1 planes): the same memory with the literal strides.
+    if (is_channels_last(t)) return make_view(t, t.shape(), channels_last_strides(t.shape()), t.offset());
     Tensor out = empty_channels_last(t.shape(), t.options());
     copy_(out, t);
     return out;
   }
-  if (t.is_contiguous()) return t;
+  if (t.is_contiguous()) {
+    const Shape strides = contiguous_strides(t.shape());
+    return t.strides() == strides ? t : make_view(t, t.shape(), strides, t.offset());
+  }
   Tensor out = empty(t.shape(), t.options());
   copy_(out, t);
   return out;

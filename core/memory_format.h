@@ -56,7 +56,8 @@ Tensor empty_in_format(const Shape& shape, TensorOptions options, MemoryFormat f
 Tensor nhwc_view(const Tensor& t);
 Tensor nchw_view(const Tensor& nhwc);
 
-// A copy of t in `format` without autograd history, or t itself when it is already in it.
+// t in `format` without autograd history: t itself when it is already in it, a view with that format's
+// strides when its memory is already in that order (a [N, 1, H, W] image is), else a copy.
 Tensor copy_in_format(const Tensor& t, MemoryFormat format);
 
 // ---- which kernels serve channels-last tensors

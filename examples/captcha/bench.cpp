@@ -61,6 +61,7 @@ int run_bench(const BenchArgs& a) {
   manual_seed(a.seed);
   auto model = std::make_shared<CaptchaModel>(config);
   model->to(device);  // before building the optimizer (nn/module.h)
+  model->memory_format = examples::resolve_memory_format(a.memory_format, device);
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
   if (job)
@@ -90,6 +91,7 @@ int run_bench(const BenchArgs& a) {
   if (dp)
     std::printf("captcha bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n",
                 job->world_size, static_cast<long long>(B), dp->bucket_count());
+  std::printf("captcha bench: %s\n", examples::memory_format_text(model->memory_format, device).c_str());
   std::fflush(stdout);
 
   Tensor last_loss;
@@ -104,7 +106,8 @@ int run_bench(const BenchArgs& a) {
                             kReportedKeys};
   run.extra = {{"rnn", rnn_kind_name(config.rnn)},
                {"gru", rnn_path_shown(config, device)},
-               {"world_size", job ? job->world_size : 0}};
+               {"world_size", job ? job->world_size : 0},
+               {"memory_format", memory_format_name(model->memory_format)}};
   if (a.overhead_rounds > 0) {  // DataParallel's hooks see no begin_step in a plain step and do nothing
     auto plain = [&] {
       last_loss = train_step(*model, optimizer, inputs, targets, input_lengths, target_lengths).loss;

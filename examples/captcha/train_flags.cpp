@@ -114,6 +114,7 @@ Command add_train_command(CLI::App& parent) {
                 "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                 "(the CPU always is, for the same threads)");
   examples::add_precision_flag(cmd, a->precision);
+  examples::add_memory_format_flag(cmd, a->memory_format);
   cmd->add_flag("--distributed", a->distributed,
                 "one rank of a data-parallel job: mpirun -np N captcha train --distributed ... (--batch is the "
                 "global batch; --device cuda: one GPU per process; docs/distributed.md)");

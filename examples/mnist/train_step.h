@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "nn/graphed_step.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -51,7 +52,9 @@ class GraphedTrainStep {
   TrainStep operator()(const minidl::Tensor& inputs, const minidl::Tensor& targets) {
     Captured& c = by_batch_[inputs.size(0)];
     if (!c.step) {
-      c.inputs = minidl::empty(inputs.shape(), minidl::TensorOptions(inputs.dtype(), device_));
+      // In the inputs' memory format (--memory-format), so that the copy below keeps it.
+      c.inputs = minidl::empty_in_format(inputs.shape(), minidl::TensorOptions(inputs.dtype(), device_),
+                                         minidl::suggest_memory_format(inputs));
       c.targets = minidl::empty(targets.shape(), minidl::TensorOptions(targets.dtype(), device_));
       c.step = std::make_unique<minidl::GraphedStep>(device_, model_.parameters(), [this, &c] {
         const minidl::Tensor logits = model_(c.inputs);
