@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "nn/graphed_step.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -53,7 +54,9 @@ class GraphedTrainStep {
     Captured& c = by_shapes_[shapes];
     if (!c.step) {
       for (const minidl::Tensor& t : inputs)
-        c.inputs.push_back(minidl::empty(t.shape(), minidl::TensorOptions(t.dtype(), device_)));
+        // In the input's memory format (--memory-format), so that the copy below keeps it.
+        c.inputs.push_back(minidl::empty_in_format(t.shape(), minidl::TensorOptions(t.dtype(), device_),
+                                                   minidl::suggest_memory_format(t)));
       c.step = std::make_unique<minidl::GraphedStep>(
           device_, model_.parameters(), [this, &c] { return step_(c.inputs); }, kWarmup, &optimizer_);
     }

@@ -69,6 +69,7 @@ int run_bench(const BenchArgs& a) {
   manual_seed(a.seed);
   auto model = std::make_shared<CaptchaModel>(config);
   model->to(device);  // before building the optimizer (nn/module.h)
+  model->memory_format = examples::resolve_memory_format(a.memory_format, device);
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
   if (job)
@@ -99,6 +100,7 @@ int run_bench(const BenchArgs& a) {
   if (dp)
     std::printf("captcha bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n",
                 job->world_size, static_cast<long long>(B), dp->bucket_count());
+  std::printf("captcha bench: %s\n", examples::memory_format_text(model->memory_format, device).c_str());
   std::fflush(stdout);
 
   std::unique_ptr<GraphedTrainStep> graphed;  // --cuda-graph: captured in the warm-up (its third step)
@@ -120,7 +122,8 @@ int run_bench(const BenchArgs& a) {
   run.extra = {{"rnn", rnn_kind_name(config.rnn)},
                {"gru", rnn_path_shown(config, device)},
                {"world_size", job ? job->world_size : 0},
-               {"cuda_graph", a.cuda_graph}};
+               {"cuda_graph", a.cuda_graph},
+               {"memory_format", memory_format_name(model->memory_format)}};
   if (graphed) std::printf("captcha bench: CUDA graphs: %s\n", graphed->describe().c_str());
   if (a.overhead_rounds > 0) {  // DataParallel's hooks see no begin_step in a plain step and do nothing
     auto plain = [&] {
