@@ -17,5 +17,8 @@ namespace minidl {
 Tensor capture_offset_shift(Device device);
 // Set by the capturing code for the duration of a capture; an undefined tensor clears it.
 void set_capture_offset_shift(Device device, const Tensor& shift);
+// Whether a capture is running on `device`: an op that would read device data on the host (to check it)
+// or copy from host memory cannot do so now (ops/ctc.cpp).
+inline bool capture_running(Device device) { return capture_offset_shift(device).defined(); }
 
 }  // namespace minidl

@@ -29,6 +29,11 @@ namespace {
 // tensor read in each of the two passes, in place of the separate relu_backward pass of the unfused pair.
 // Inference (given mean and var) needs only the per-channel scale and the apply pass.
 // Forward reads x twice and writes y once; backward reads x and gy twice and writes grad_x once.
+// Rows (S = 1: BatchNorm1d's [N, C], and a channels-last [N, C, H, W] seen as [N*H*W, C, 1], ops/norm.cpp):
+// channel c's values are then C apart, so step 1's threads of one channel would each read their own
+// 32-byte sector. Its rows variant puts 32 neighbouring channels on a warp instead (block 32 channels x 8
+// row lanes, each lane striding over the chunk's rows), so every warp load is one 128-byte row segment,
+// and the 8 lanes' sums are added in a fixed order in shared memory. Steps 2 and 3 are the same.
 // The variance comes from one pass: var = s2 / M - (s1 / M)^2. Without the shift this is
 // E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std; around K_c (a value of the
 // channel, so |K_c - mean| is a few std in practice) and in double it is accurate.
@@ -45,6 +50,11 @@ int64_t split_chunks(int64_t C, int64_t M, int device) {
   return G < 1 ? 1 : G;
 }
 
+// Rows (S = 1): blocks of kRowsTile channels x kRowsLanes row lanes; a [G, ceil(C / kRowsTile)] grid
+// with enough blocks for about 4 per multiprocessor, no chunk shorter than kMinRowsChunk rows.
+constexpr int kRowsTile = 32, kRowsLanes = 8;
+constexpr int64_t kMinRowsChunk = 64;
+
 // The chunk length for G blocks per channel, and G recomputed from it so that every block's chunk
 // starts inside the channel ((G - 1) * chunk < M).
 struct SplitPlan {
@@ -52,6 +62,18 @@ struct SplitPlan {
 };
 SplitPlan split_plan(int64_t C, int64_t M, int device) {
   const int64_t G = split_chunks(C, M, device);
+  const int64_t chunk = (M + G - 1) / G;
+  return {(M + chunk - 1) / chunk, chunk};
+}
+
+SplitPlan rows_plan(int64_t C, int64_t M, int device) {
+  const int64_t tiles = (C + kRowsTile - 1) / kRowsTile;
+  const int64_t target_blocks = 4 * static_cast<int64_t>(cuda::properties(device).multiProcessorCount);
+  int64_t G = (target_blocks + tiles - 1) / tiles;
+  const int64_t by_size = (M + kMinRowsChunk - 1) / kMinRowsChunk;
+  if (G > by_size) G = by_size;
+  if (G > 65535) G = 65535;
+  if (G < 1) G = 1;
   const int64_t chunk = (M + G - 1) / G;
   return {(M + chunk - 1) / chunk, chunk};
 }
@@ -83,6 +105,36 @@ __global__ void __launch_bounds__(kSplitBlock) bn_forward_partials(const T* __re
     partial[(2 * c) * G + g] = s1;
     partial[(2 * c + 1) * G + g] = s2;
   }
+}
+
+// Step 1 for rows (S = 1): x is [M, C]; block (g, tile) sums rows [g * chunk, ...) of its 32 channels.
+template <class T>
+__global__ void __launch_bounds__(kRowsTile* kRowsLanes)
+    bn_forward_partials_rows(const T* __restrict__ x, int64_t C, uint32_t M, uint32_t chunk,
+                             double* __restrict__ partial) {
+  __shared__ double lane_s1[kRowsLanes][kRowsTile], lane_s2[kRowsLanes][kRowsTile];
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kRowsTile + threadIdx.x, G = gridDim.x, g = blockIdx.x;
+  const uint32_t begin = static_cast<uint32_t>(g) * chunk;
+  const uint32_t end = M - begin < chunk ? M : begin + chunk;  // begin < M (rows_plan)
+  double s1 = 0, s2 = 0;
+  if (c < C) {
+    const double K = x[c];  // x[0, c]
+    for (uint32_t r = begin + threadIdx.y; r < end; r += kRowsLanes) {
+      const double d = static_cast<double>(x[static_cast<int64_t>(r) * C + c]) - K;
+      s1 += d;
+      s2 += d * d;
+    }
+  }
+  lane_s1[threadIdx.y][threadIdx.x] = s1;
+  lane_s2[threadIdx.y][threadIdx.x] = s2;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= C) return;
+  for (int lane = 1; lane < kRowsLanes; ++lane) {
+    s1 += lane_s1[lane][threadIdx.x];
+    s2 += lane_s2[lane][threadIdx.x];
+  }
+  partial[(2 * c) * G + g] = s1;
+  partial[(2 * c + 1) * G + g] = s2;
 }
 
 template <class T>
@@ -145,6 +197,38 @@ __global__ void __launch_bounds__(kSplitBlock) bn_backward_partials(const T* __r
   }
 }
 
+// Step 1 of the backward for rows (S = 1), laid out as bn_forward_partials_rows.
+template <class T, bool Relu>
+__global__ void __launch_bounds__(kRowsTile* kRowsLanes)
+    bn_backward_partials_rows(const T* __restrict__ x, const T* __restrict__ y, const T* __restrict__ gy,
+                              const T* __restrict__ save_mean, int64_t C, uint32_t M, uint32_t chunk,
+                              double* __restrict__ partial) {
+  __shared__ double lane_gy[kRowsLanes][kRowsTile], lane_gy_xc[kRowsLanes][kRowsTile];
+  const int64_t c = static_cast<int64_t>(blockIdx.y) * kRowsTile + threadIdx.x, G = gridDim.x, g = blockIdx.x;
+  const uint32_t begin = static_cast<uint32_t>(g) * chunk;
+  const uint32_t end = M - begin < chunk ? M : begin + chunk;  // begin < M (rows_plan)
+  double sum_gy = 0, sum_gy_xc = 0;
+  if (c < C) {
+    const double mean = save_mean[c];
+    for (uint32_t r = begin + threadIdx.y; r < end; r += kRowsLanes) {
+      const int64_t off = static_cast<int64_t>(r) * C + c;
+      const double g_val = masked_grad<Relu>(gy, y, off);
+      sum_gy += g_val;
+      sum_gy_xc += g_val * (static_cast<double>(x[off]) - mean);
+    }
+  }
+  lane_gy[threadIdx.y][threadIdx.x] = sum_gy;
+  lane_gy_xc[threadIdx.y][threadIdx.x] = sum_gy_xc;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= C) return;
+  for (int lane = 1; lane < kRowsLanes; ++lane) {
+    sum_gy += lane_gy[lane][threadIdx.x];
+    sum_gy_xc += lane_gy_xc[lane][threadIdx.x];
+  }
+  partial[(2 * c) * G + g] = sum_gy;
+  partial[(2 * c + 1) * G + g] = sum_gy_xc;
+}
+
 // With gb = sum gy, gg = sum gy * xhat = invstd * sum gy (x - mean) and k = gamma * invstd / M, v1's
 //   grad_x = k * (M * gy - gb - xhat * gg)
 // regroups to grad_x = A * gy + B * (x - mean) + D with A = gamma * invstd, B = -k * gg * invstd, D = -k * gb.
@@ -190,13 +274,20 @@ void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                        Tensor& save_mean, Tensor& save_invstd, const BnDims& d, int device) {
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N * d.S;
-  const SplitPlan plan = split_plan(d.C, M, device);
+  const bool rows = d.S == 1;
+  const SplitPlan plan = rows ? rows_plan(d.C, M, device) : split_plan(d.C, M, device);
   const int64_t G = plan.G, chunk = plan.chunk;
   Tensor partial = empty({2 * d.C * G}, TensorOptions(DType::float64, x.device()));
   Tensor scale = empty({d.C}, x.options());
-  bn_forward_partials<T><<<dim3(static_cast<unsigned>(G), static_cast<unsigned>(d.C)), kSplitBlock, 0, s>>>(
-      x.data<T>(), d.C, static_cast<uint32_t>(d.S), static_cast<uint32_t>(M), static_cast<uint32_t>(chunk),
-      partial.data<double>());
+  if (rows) {
+    const dim3 grid(static_cast<unsigned>(G), static_cast<unsigned>((d.C + kRowsTile - 1) / kRowsTile));
+    bn_forward_partials_rows<T><<<grid, dim3(kRowsTile, kRowsLanes), 0, s>>>(
+        x.data<T>(), d.C, static_cast<uint32_t>(M), static_cast<uint32_t>(chunk), partial.data<double>());
+  } else {
+    bn_forward_partials<T><<<dim3(static_cast<unsigned>(G), static_cast<unsigned>(d.C)), kSplitBlock, 0, s>>>(
+        x.data<T>(), d.C, static_cast<uint32_t>(d.S), static_cast<uint32_t>(M), static_cast<uint32_t>(chunk),
+        partial.data<double>());
+  }
   MINIDL_LAUNCH_CHECK();
   bn_forward_finalize<T><<<cuda::grid_for(d.C, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
       x.data<T>(), gamma.data<T>(), partial.data<double>(), d.C, d.S, M, G, eps, save_mean.data<T>(),
@@ -280,13 +371,21 @@ void launch_backward_v2(const Tensor& x, const Tensor& y, const Tensor& gy, cons
   const T* mask = Relu ? y.data<T>() : nullptr;
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N * d.S;
-  const SplitPlan plan = split_plan(d.C, M, device);
+  const bool rows = d.S == 1;
+  const SplitPlan plan = rows ? rows_plan(d.C, M, device) : split_plan(d.C, M, device);
   const int64_t G = plan.G, chunk = plan.chunk;
   Tensor partial = empty({2 * d.C * G}, TensorOptions(DType::float64, x.device()));
   Tensor coef = empty({3 * d.C}, x.options());
-  bn_backward_partials<T, Relu><<<dim3(static_cast<unsigned>(G), static_cast<unsigned>(d.C)), kSplitBlock, 0, s>>>(
-      x.data<T>(), mask, gy.data<T>(), save_mean.data<T>(), d.C, static_cast<uint32_t>(d.S), static_cast<uint32_t>(M),
-      static_cast<uint32_t>(chunk), partial.data<double>());
+  if (rows) {
+    const dim3 grid(static_cast<unsigned>(G), static_cast<unsigned>((d.C + kRowsTile - 1) / kRowsTile));
+    bn_backward_partials_rows<T, Relu><<<grid, dim3(kRowsTile, kRowsLanes), 0, s>>>(
+        x.data<T>(), mask, gy.data<T>(), save_mean.data<T>(), d.C, static_cast<uint32_t>(M),
+        static_cast<uint32_t>(chunk), partial.data<double>());
+  } else {
+    bn_backward_partials<T, Relu><<<dim3(static_cast<unsigned>(G), static_cast<unsigned>(d.C)), kSplitBlock, 0, s>>>(
+        x.data<T>(), mask, gy.data<T>(), save_mean.data<T>(), d.C, static_cast<uint32_t>(d.S),
+        static_cast<uint32_t>(M), static_cast<uint32_t>(chunk), partial.data<double>());
+  }
   MINIDL_LAUNCH_CHECK();
   bn_backward_finalize<T><<<cuda::grid_for(d.C, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
       gamma.data<T>(), save_invstd.data<T>(), partial.data<double>(), d.C, M, G, grad_gamma.data<T>(),

@@ -36,8 +36,16 @@
 // cuDNN NHWC bfloat16 tensors instead (a transposing cast) was tried and was slower still, up to 57 ms for
 // a backward-data stage.
 //
+// Channels-last (core/memory_format.h): declared to serve channels-last activations. When x and y (or
+// their gradients) are channels-last, the tensor descriptors say CUDNN_TENSOR_NHWC and the filter is
+// handed to cuDNN in its NHWC order ([O, KH, KW, C], a copy made per call: the weight and its gradient
+// stay [O, C, KH, KW], so checkpoints never see the format); on Hopper cuDNN then picks its NHWC tensor
+// core engines instead of transposing inside. The format is part of the algorithm cache's key. Under
+// --precision bf16 a channels-last call takes the tf32 path only (the bf16 casts write NCHW copies).
+//
 // Declines (returns false, so the next kernel runs): dtypes other than float32, empty tensors, sizes
-// beyond int, and the case where no algorithm is usable.
+// beyond int, activations neither both contiguous nor both channels-last, and the case where no
+// algorithm is usable.
 #ifdef MINIDL_WITH_CUDNN
 #include <algorithm>
 #include <array>
@@ -49,6 +57,7 @@
 
 #include "core/determinism.h"
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "cuda/cuda_common.h"
 #include "cuda/kernel_helpers.h"
 #include "cuda/bf16_choice.h"
@@ -97,9 +106,9 @@ struct ConvCall {
   void* w;
   void* y;
 
-  // The buffers hold float32, or with `bf16` bfloat16.
-  ConvCall(Stage s, int dev, bool bf16, const Shape& xs, const Shape& ws, const Shape& ys, const Conv2dParams& p,
-           void* x_, void* w_, void* y_)
+  // The buffers hold float32, or with `bf16` bfloat16; with `nhwc` x, y and w are in NHWC order.
+  ConvCall(Stage s, int dev, bool bf16, bool nhwc, const Shape& xs, const Shape& ws, const Shape& ys,
+           const Conv2dParams& p, void* x_, void* w_, void* y_)
       : stage(s),
         device(dev),
         handle(cuda::cudnn_handle(dev)),
@@ -109,7 +118,16 @@ struct ConvCall {
         conv_desc(p.pad_h, p.pad_w, p.stride_h, p.stride_w),
         x(x_),
         w(w_),
-        y(y_) {}
+        y(y_) {
+    if (!nhwc) return;
+    const cudnnDataType_t type = type_of(bf16);
+    MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x_desc.get(), CUDNN_TENSOR_NHWC, type, int(xs[0]), int(xs[1]),
+                                                  int(xs[2]), int(xs[3])));
+    MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y_desc.get(), CUDNN_TENSOR_NHWC, type, int(ys[0]), int(ys[1]),
+                                                  int(ys[2]), int(ys[3])));
+    MINIDL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w_desc.get(), type, CUDNN_TENSOR_NHWC, int(ws[0]), int(ws[1]),
+                                                  int(ws[2]), int(ws[3])));
+  }
 };
 int algo_count(Stage s) {
   switch (s) {
@@ -261,22 +279,22 @@ cudnnStatus_t execute(ConvCall& c, const AlgoChoice& choice, void* ws) {
 }
 
 // The algorithm cache: (device, stage, x shape, w shape, stride, padding, deterministic mode, precision,
-// dtype) -> usable algorithms, the one that last ran first.
-using CacheKey = std::array<int64_t, 17>;
+// dtype, memory format) -> usable algorithms, the one that last ran first.
+using CacheKey = std::array<int64_t, 18>;
 std::mutex g_cache_mutex;
 std::map<CacheKey, std::vector<AlgoChoice>> g_cache;
 
-CacheKey cache_key(const ConvCall& c, const Shape& xs, const Shape& ws, const Conv2dParams& p, bool bf16) {
+CacheKey cache_key(const ConvCall& c, const Shape& xs, const Shape& ws, const Conv2dParams& p, bool bf16,
+                   bool nhwc) {
   return {c.device, static_cast<int64_t>(c.stage), xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3],
           p.stride_h, p.stride_w, p.pad_h, p.pad_w, deterministic_algorithms() ? 1 : 0,
-          static_cast<int64_t>(float32_precision()), bf16 ? 1 : 0};
+          static_cast<int64_t>(float32_precision()), bf16 ? 1 : 0, nhwc ? 1 : 0};
 }
 
-// Every tensor float32, contiguous, non-empty, with sizes that fit an int.
+// Every tensor float32, non-empty, with sizes that fit an int.
 bool all_float32_on_int_sizes(std::initializer_list<const Tensor*> ts) {
   for (const Tensor* t : ts) {
-    if (t->dtype() != DType::float32 || !t->is_contiguous() || t->numel() == 0 || !cuda::fits_int(t->numel()))
-      return false;
+    if (t->dtype() != DType::float32 || t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
     for (int64_t d : t->shape())
       if (!cuda::fits_int(d)) return false;
   }
@@ -287,10 +305,10 @@ bool all_float32_on_int_sizes(std::initializer_list<const Tensor*> ts) {
 // float32 tensors x_like, w_like and y_like give the shapes and the device; x, w and y point to their
 // data, or with `bf16` to bfloat16 copies.
 bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Tensor& y_like, const Conv2dParams& p,
-              bool bf16, void* x, void* w, void* y) {
+              bool bf16, bool nhwc, void* x, void* w, void* y) {
   const int device = y_like.device().index;
   cuda::set_device(device);
-  ConvCall call(stage, device, bf16, x_like.shape(), w_like.shape(), y_like.shape(), p, x, w, y);
+  ConvCall call(stage, device, bf16, nhwc, x_like.shape(), w_like.shape(), y_like.shape(), p, x, w, y);
 
   // cuDNN must agree with the front end on the output size (it always should; decline if not).
   int n = 0, c = 0, h = 0, wd = 0;
@@ -299,7 +317,7 @@ bool run_conv(Stage stage, const Tensor& x_like, const Tensor& w_like, const Ten
   if (Shape{n, c, h, wd} != y_like.shape()) return false;
 
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  const CacheKey key = cache_key(call, x_like.shape(), w_like.shape(), p, bf16);
+  const CacheKey key = cache_key(call, x_like.shape(), w_like.shape(), p, bf16, nhwc);
   auto it = g_cache.find(key);
   if (it == g_cache.end())
     it = g_cache.emplace(key, deterministic_algorithms() ? heuristic(call) : search(call)).first;
@@ -347,18 +365,33 @@ std::function<std::string()> call_name(Stage stage, const Tensor& x_like, const 
   };
 }
 
+// A stage on channels-last x and y (both, or the call is declined): the filter in cuDNN's NHWC order,
+// copied from w before the call (forward, backward_input) or into grad_w after it (backward_weight).
+bool run_stage_nhwc(Stage stage, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
+  if (!is_channels_last(x) || !is_channels_last(y)) return false;
+  const Tensor w_nhwc = empty_channels_last(w.shape(), w.options());
+  if (stage != Stage::backward_weight) copy_(w_nhwc, w);
+  if (!run_conv(stage, x, w, y, p, false, true, x.raw_data(), w_nhwc.raw_data(), y.raw_data())) return false;
+  if (stage == Stage::backward_weight) copy_(w, w_nhwc);  // w is grad_w here
+  return true;
+}
+
 // One stage with x (or grad_x), w (or grad_w) and y (or grad_y): two of them are the stage's inputs,
 // the third its output (y forward, grad_x backward_input, grad_w backward_weight).
 bool run_stage(Stage stage, const Tensor& x, const Tensor& w, const Tensor& y, const Conv2dParams& p) {
-  if (!all_float32_on_int_sizes({&x, &w, &y})) return false;
-  auto tf32 = [&] { return run_conv(stage, x, w, y, p, false, x.raw_data(), w.raw_data(), y.raw_data()); };
+  if (!all_float32_on_int_sizes({&x, &w, &y}) || !w.is_contiguous()) return false;
+  const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last ||
+                    suggest_memory_format(y) == MemoryFormat::channels_last;
+  if (nhwc) return run_stage_nhwc(stage, x, w, y, p);
+  if (!x.is_contiguous() || !y.is_contiguous()) return false;
+  auto tf32 = [&] { return run_conv(stage, x, w, y, p, false, false, x.raw_data(), w.raw_data(), y.raw_data()); };
   if (!cuda::bf16_enabled()) return tf32();  // strict FP32, or TF32 under --precision tf32
   const Tensor& out = stage == Stage::forward ? y : stage == Stage::backward_input ? x : w;
   auto bf16 = [&] {
     // The inputs cast to bfloat16, the output an empty bfloat16 tensor.
     auto typed = [&](const Tensor& t) { return &t == &out ? bf16_empty_like(t) : bf16_copy(t); };
     const Tensor x16 = typed(x), w16 = typed(w), y16 = typed(y);
-    if (!run_conv(stage, x, w, y, p, true, x16.raw_data(), w16.raw_data(), y16.raw_data())) return false;
+    if (!run_conv(stage, x, w, y, p, true, false, x16.raw_data(), w16.raw_data(), y16.raw_data())) return false;
     copy_(out, &out == &y ? y16 : &out == &x ? x16 : w16);  // widened to float32, exactly
     return true;
   };
@@ -394,6 +427,10 @@ void register_conv_cudnn_cuda() {
       keys::conv2d_backward_weight, DeviceType::cuda, "cudnn", Priority::tuned,
       str_cat("cudnnConvolutionBackwardFilter, fastest algorithm found once per shape; ", precision),
       conv2d_backward_weight_cudnn);
+  // NHWC descriptors for channels-last activations (core/memory_format.h).
+  declare_channels_last_kernel(keys::conv2d, DeviceType::cuda, "cudnn");
+  declare_channels_last_kernel(keys::conv2d_backward_input, DeviceType::cuda, "cudnn");
+  declare_channels_last_kernel(keys::conv2d_backward_weight, DeviceType::cuda, "cudnn");
 }
 
 }  // namespace minidl

@@ -1,8 +1,13 @@
 // cuda/pool_cudnn.cu — "cudnn": 2-D max and average pooling through cuDNN (keys "max_pool2d",
 // "max_pool2d.backward", "avg_pool2d", "avg_pool2d.backward"; float32, NCHW). The contract is in
 // cuda/pool_v1_direct.cuh. Built only with cuDNN (MINIDL_WITH_CUDNN).
+// Channels-last (core/memory_format.h): declared to serve channels-last tensors; when x and y (and the
+// gradients) all are, the descriptors say CUDNN_TENSOR_NHWC. A call mixing the formats is declined.
 #ifdef MINIDL_WITH_CUDNN
+#include <initializer_list>
+
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "cuda/cuda_common.h"
 #include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
@@ -33,13 +38,32 @@ bool pool_shapes_ok(const Tensor& x_like, const Tensor& y_like) {
   return true;
 }
 
+// The layout of a call's tensors: 0 all NCHW-contiguous, 1 all channels-last (any channels-last one
+// decides), -1 mixed (declined).
+int layout_of(std::initializer_list<const Tensor*> ts) {
+  bool nhwc = false;
+  for (const Tensor* t : ts) nhwc = nhwc || suggest_memory_format(*t) == MemoryFormat::channels_last;
+  for (const Tensor* t : ts)
+    if (nhwc ? !is_channels_last(*t) : !t->is_contiguous()) return -1;
+  return nhwc ? 1 : 0;
+}
+
+void set_nhwc(const CudnnTensorDesc& desc, const Tensor& like) {
+  MINIDL_CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, int(like.size(0)),
+                                                int(like.size(1)), int(like.size(2)), int(like.size(3))));
+}
+
 struct PoolCall {
   CudnnPoolDesc pool;
   CudnnTensorDesc x_desc, y_desc;
-  PoolCall(cudnnPoolingMode_t mode, const Tensor& x_like, const Tensor& y_like, const Pool2dParams& p)
+  PoolCall(cudnnPoolingMode_t mode, const Tensor& x_like, const Tensor& y_like, const Pool2dParams& p, bool nhwc)
       : pool(mode, p.kernel_h, p.kernel_w, p.pad_h, p.pad_w, p.stride_h, p.stride_w),
         x_desc(int(x_like.size(0)), int(x_like.size(1)), int(x_like.size(2)), int(x_like.size(3))),
-        y_desc(int(y_like.size(0)), int(y_like.size(1)), int(y_like.size(2)), int(y_like.size(3))) {}
+        y_desc(int(y_like.size(0)), int(y_like.size(1)), int(y_like.size(2)), int(y_like.size(3))) {
+    if (!nhwc) return;
+    set_nhwc(x_desc, x_like);
+    set_nhwc(y_desc, y_like);
+  }
   // cuDNN must agree with the front end on the output size (it always should; decline if not).
   bool output_matches(const Tensor& y_like) const {
     int n = 0, c = 0, h = 0, w = 0;
@@ -49,10 +73,11 @@ struct PoolCall {
 };
 
 bool pool_forward_cudnn(cudnnPoolingMode_t mode, const Tensor& x, Tensor& y, const Pool2dParams& p) {
-  if (!pool_shapes_ok(x, y)) return false;
+  const int layout = layout_of({&x, &y});
+  if (!pool_shapes_ok(x, y) || layout < 0) return false;
   const int device = y.device().index;
   cuda::set_device(device);
-  PoolCall call(mode, x, y, p);
+  PoolCall call(mode, x, y, p, layout == 1);
   if (!call.output_matches(y)) return false;
   const float one = 1.0f, zero = 0.0f;
   MINIDL_CUDNN_CHECK(cudnnPoolingForward(cuda::cudnn_handle(device), call.pool.get(), &one, call.x_desc.get(),
@@ -61,12 +86,13 @@ bool pool_forward_cudnn(cudnnPoolingMode_t mode, const Tensor& x, Tensor& y, con
 }
 
 // x and y are read only by max pooling; average pooling is given placeholders of the right shapes.
+// `nhwc`: every tensor of the call is channels-last (the callers check it).
 bool pool_backward_cudnn(cudnnPoolingMode_t mode, const void* x, const void* y, const Tensor& grad_y, Tensor& grad_x,
-                         const Pool2dParams& p) {
+                         const Pool2dParams& p, bool nhwc) {
   if (!pool_shapes_ok(grad_x, grad_y)) return false;
   const int device = grad_x.device().index;
   cuda::set_device(device);
-  PoolCall call(mode, grad_x, grad_y, p);
+  PoolCall call(mode, grad_x, grad_y, p, nhwc);
   if (!call.output_matches(grad_y)) return false;
   const float one = 1.0f, zero = 0.0f;
   MINIDL_CUDNN_CHECK(cudnnPoolingBackward(cuda::cudnn_handle(device), call.pool.get(), &one, call.y_desc.get(), y,
@@ -82,7 +108,10 @@ bool max_pool2d_cudnn(const Tensor& x, Tensor& y, const Pool2dParams& p) {
 bool max_pool2d_backward_cudnn(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
                                const Pool2dParams& p) {
   if (x.dtype() != DType::float32 || y.dtype() != DType::float32) return false;
-  return pool_backward_cudnn(CUDNN_POOLING_MAX_DETERMINISTIC, x.raw_data(), y.raw_data(), grad_y, grad_x, p);
+  const int layout = layout_of({&x, &y, &grad_y, &grad_x});
+  if (layout < 0) return false;
+  return pool_backward_cudnn(CUDNN_POOLING_MAX_DETERMINISTIC, x.raw_data(), y.raw_data(), grad_y, grad_x, p,
+                             layout == 1);
 }
 
 bool avg_pool2d_cudnn(const Tensor& x, Tensor& y, const Pool2dParams& p) {
@@ -92,10 +121,11 @@ bool avg_pool2d_cudnn(const Tensor& x, Tensor& y, const Pool2dParams& p) {
 // cuDNN's API wants x and y even for average pooling, whose gradient depends on neither: grad_y stands
 // in for y (same shape) and an uninitialised scratch tensor for x, so no input aliases the output.
 bool avg_pool2d_backward_cudnn(const Tensor& grad_y, Tensor& grad_x, const Pool2dParams& p) {
-  if (!pool_shapes_ok(grad_x, grad_y)) return false;
+  const int layout = layout_of({&grad_y, &grad_x});
+  if (!pool_shapes_ok(grad_x, grad_y) || layout < 0) return false;
   const Tensor x_placeholder = empty(grad_x.shape(), grad_x.options());
   return pool_backward_cudnn(CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING, x_placeholder.raw_data(), grad_y.raw_data(),
-                             grad_y, grad_x, p);
+                             grad_y, grad_x, p, layout == 1);
 }
 
 }  // namespace
@@ -110,6 +140,11 @@ void register_pool_cudnn_cuda() {
   register_kernel(keys::avg_pool2d_backward, DeviceType::cuda, "cudnn", Priority::tuned,
                   "cudnnPoolingBackward, AVERAGE_COUNT_INCLUDE_PADDING (f32)",
                   avg_pool2d_backward_cudnn);
+  // NHWC descriptors for channels-last tensors (core/memory_format.h).
+  declare_channels_last_kernel(keys::max_pool2d, DeviceType::cuda, "cudnn");
+  declare_channels_last_kernel(keys::max_pool2d_backward, DeviceType::cuda, "cudnn");
+  declare_channels_last_kernel(keys::avg_pool2d, DeviceType::cuda, "cudnn");
+  declare_channels_last_kernel(keys::avg_pool2d_backward, DeviceType::cuda, "cudnn");
 }
 
 }  // namespace minidl

@@ -28,6 +28,10 @@
 // (CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED, every sequence of length T); zero initial states (hx = NULL,
 // and cx = NULL for the LSTM); the final h (and c) are not kept. Descriptors, the buffer sizes and the
 // parameter offsets are built once per (device, mode, T, N, I, H, layers, directions) and cached.
+// CUDA graphs (nn/graphed_step.h): a call queues only device work on the device's stream (fills, copies
+// between device buffers, cuDNN's kernels; buffers from the caching allocator), so a training step that
+// holds it can be captured. The plan is built (and cuDNN's weight layout located) by the first, eager call
+// of a shape, which a GraphedStep's warm-up makes.
 //
 // The reserve (RnnSequenceReserve::kernel "cudnn"): cuDNN's training reserve space, a float32 tensor of
 // at least the byte size cuDNN asked for. The backward declines any other reserve. With no gradient
@@ -267,10 +271,11 @@ void unpack_gradients(const RnnPlan& p, const Tensor& space, std::vector<Tensor>
     for (size_t k = 0; k < grads.size(); ++k) copy_(grads[k], typed[k]);  // widened to float32, exactly
 }
 
-// cuDNN wants the sequence lengths on the device too (read asynchronously by its kernels).
+// cuDNN wants the sequence lengths on the device too (read asynchronously by its kernels). Filled there by
+// a kernel rather than copied from the host: a copy from host memory cannot be captured in a CUDA graph
+// (nn/graphed_step.h), a fill can, and each replay refills them.
 Tensor device_lengths(const RnnPlan& p) {
-  const std::vector<double> lengths(p.N, static_cast<double>(p.T));
-  return from_vector(lengths, {p.N}, DType::int32).to(Device::cuda(p.device));
+  return full({p.N}, static_cast<double>(p.T), TensorOptions(DType::int32, Device::cuda(p.device)));
 }
 
 // Float32 and sizes cuDNN can take (int everywhere); fills the plan key.

@@ -180,10 +180,11 @@ struct BenchFlags {
   bool distributed = false;
   int overhead_rounds = 0;
   std::string precision;  // --precision: "" (the environment decides), fp32 or tf32
+  std::string memory_format;  // --memory-format: "" (the device's default), nchw or nhwc (examples/flags.h)
 };
 
 // Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic, --distributed,
-// --overhead-rounds and --precision to `cmd`, bound to `f`.
+// --overhead-rounds, --precision and --memory-format to `cmd`, bound to `f`.
 inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
   using examples::number_in;
   using examples::FlagRange;
@@ -210,6 +211,7 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
                   "process and report the overhead")
       ->check(number_in(FlagRange::whole<int>(1, 1000)));
   examples::add_precision_flag(cmd, f.precision);
+  examples::add_memory_format_flag(cmd, f.memory_format);
 }
 
 // The checks of --json and --overhead-rounds, before any work. --json: nothing, or a file of JSON lines

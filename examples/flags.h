@@ -12,7 +12,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "core/device.h"
 #include "core/error.h"
+#include "core/memory_format.h"
 #include "core/precision.h"
 
 namespace examples {
@@ -155,6 +157,38 @@ inline void add_precision_flag(CLI::App* cmd, std::string& precision) {
 // Applies a --precision value (before the first GPU operation); "" leaves the environment's choice.
 inline void apply_precision_flag(const std::string& precision) {
   if (!precision.empty()) minidl::set_float32_precision(minidl::parse_precision(precision));
+}
+
+// --memory-format's default on a CUDA device: the format measured faster there (docs/results); one
+// constant, so a measurement that says otherwise flips it here. The CPU's default is always nchw: its
+// convolution and pooling kernels serve NCHW only (core/memory_format.h).
+constexpr const char* kGpuMemoryFormat = "nchw";
+
+// --memory-format nchw|nhwc and its alias --channels-last, bound to `format` ("" until given: the
+// device's default, resolve_memory_format).
+inline void add_memory_format_flag(CLI::App* cmd, std::string& format) {
+  CLI::Option* opt = cmd->add_option(
+      "--memory-format", format,
+      std::string("activations between layers in NCHW or channels-last NHWC memory (core/memory_format.h; "
+                  "checkpoints do not depend on it); default ") + kGpuMemoryFormat + " on a GPU, nchw on the CPU");
+  opt->check(CLI::IsMember({"nchw", "nhwc"}));
+  cmd->add_flag_callback("--channels-last", [&format] { format = "nhwc"; }, "the same as --memory-format nhwc")
+      ->excludes(opt);
+}
+
+// The memory format a run uses on `device`: the flag's value, or the device's default.
+inline minidl::MemoryFormat resolve_memory_format(const std::string& flag, const minidl::Device& device) {
+  if (!flag.empty()) return minidl::parse_memory_format(flag);
+  return device.is_cuda() ? minidl::parse_memory_format(kGpuMemoryFormat) : minidl::MemoryFormat::contiguous;
+}
+
+// The line a program prints about it: "memory format nhwc", and on the CPU what channels-last costs there.
+inline std::string memory_format_text(minidl::MemoryFormat format, const minidl::Device& device) {
+  std::string text = std::string("memory format ") + minidl::memory_format_name(format);
+  if (format == minidl::MemoryFormat::channels_last && !device.is_cuda())
+    text += " (the CPU's convolutions and pooling run on NCHW copies of their inputs and outputs; batch norm, "
+            "bias + ReLU, dropout and elementwise ops read NHWC as it is)";
+  return text;
 }
 
 }  // namespace examples

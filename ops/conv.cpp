@@ -5,7 +5,13 @@
 // Gradients (one fused node), with g = dL/dy:
 //   dx = conv2d.backward_input(g, w)     dw = conv2d.backward_weight(x, g)     dbias[o] = sum_{n,p,q} g[n,o,p,q]
 // Stages whose input needs no gradient are skipped (the first layer never computes dx).
+//
+// Memory format (core/memory_format.h): a channels-last x gives a channels-last y. Its stages go to the
+// kernels declared to serve channels-last activations (cuDNN's NHWC descriptors); where a device has
+// none, or they decline, the stage runs on NCHW copies and its output is copied back (the "copy" rows of
+// MINIDL_PROFILE show it). The weight and its gradient are always [O, C, KH, KW] contiguous.
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
 
@@ -28,12 +34,21 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
                  " does not match the weight ", shape_str(w.shape()), " (expected [", o, "])");
   }
 
-  const Tensor xc = x.detach().contiguous(), wc = w.detach().contiguous();
-  Tensor y = empty(y_shape, x.options());
-  dispatch(keys::conv2d, x.device(), xc, wc, y, p);
+  const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last;
+  const Tensor wc = w.detach().contiguous();
+  Tensor xk = x.detach();  // x as the forward kernel read it: saved for the weight gradient
+  Tensor y = empty_in_format(y_shape, x.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+  if (!nhwc || !dispatch_channels_last(keys::conv2d, x.device(), xk, wc, y, p)) {
+    xk = xk.contiguous();
+    Tensor yk = nhwc ? empty(y_shape, x.options()) : y;
+    dispatch(keys::conv2d, x.device(), xk, wc, yk, p);
+    if (nhwc) copy_(y, yk);
+  }
   // The bias broadcast over [N, O, OH*OW] rather than [N, O, OH, OW]: the same sum, in far fewer and
-  // longer rows for the elementwise kernels.
-  if (bias.defined()) y = add(y.view({n, o, oh * ow}), bias.detach().view({1, o, 1})).view({n, o, oh, ow});
+  // longer rows for the elementwise kernels (channels-last: add keeps the format, in one dense pass).
+  if (bias.defined())
+    y = nhwc ? add(y, bias.detach().view({1, o, 1, 1}))
+             : add(y.view({n, o, oh * ow}), bias.detach().view({1, o, 1})).view({n, o, oh, ow});
 
   if (needs_grad({x, w, bias})) {
     const bool need_x = x.requires_grad(), need_w = w.requires_grad();
@@ -41,22 +56,28 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
     // x is saved only when dw needs it, w only when dx does.
     attach_grad_fn(
         y, "Conv2dBackward", {x, w, bias},
-        [saved_x = need_w ? xc : Tensor(), saved_w = need_x ? wc : Tensor(), x_shape = x.shape(), w_shape = w.shape(),
-         p, need_x, need_w, need_b](const Tensor& g) {
-          const Tensor gc = g.contiguous();
+        [saved_x = need_w ? xk : Tensor(), saved_w = need_x ? wc : Tensor(), x_shape = x.shape(), w_shape = w.shape(),
+         p, nhwc, need_x, need_w, need_b](const Tensor& g) {
+          const Tensor gk = copy_in_format(g, nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
           Tensor grad_x, grad_w, grad_b;
           if (need_x) {
-            grad_x = empty(x_shape, gc.options());
-            dispatch(keys::conv2d_backward_input, gc.device(), gc, saved_w, grad_x, p);
+            grad_x = empty_in_format(x_shape, gk.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+            if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_input, gk.device(), gk, saved_w, grad_x, p)) {
+              grad_x = empty(x_shape, gk.options());
+              dispatch(keys::conv2d_backward_input, gk.device(), gk.contiguous(), saved_w, grad_x, p);
+            }
           }
           if (need_w) {
-            grad_w = empty(w_shape, gc.options());
-            dispatch(keys::conv2d_backward_weight, gc.device(), saved_x, gc, grad_w, p);
+            grad_w = empty(w_shape, gk.options());
+            if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_weight, gk.device(), saved_x, gk, grad_w, p))
+              dispatch(keys::conv2d_backward_weight, gk.device(), saved_x.contiguous(), gk.contiguous(), grad_w, p);
           }
           if (need_b) {
-            // Each (n, o) plane summed first (contiguous rows), then the planes over n.
-            const Shape& s = gc.shape();
-            grad_b = sum(sum(gc.view({s[0], s[1], s[2] * s[3]}), {2}), {0});
+            // Each (n, o) plane summed first (contiguous rows), then the planes over n; channels-last: the
+            // rows [N*OH*OW, O] summed over the rows.
+            const Shape& s = gk.shape();
+            grad_b = nhwc ? sum(nhwc_view(gk).view({s[0] * s[2] * s[3], s[1]}), {0})
+                          : sum(sum(gk.view({s[0], s[1], s[2] * s[3]}), {2}), {0});
           }
           return InputGradients{grad_x, grad_w, grad_b};
         });

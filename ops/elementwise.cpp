@@ -5,7 +5,12 @@
 //   broadcast dims by sum_to)
 //   neg: -g   exp: g*y   log: g/x   sqrt: g/(2y)   relu: g*[x>0]   sigmoid: g*y*(1-y)   tanh: g*(1-y^2)
 //   add_scalar: g   mul_scalar: g*s   pow_scalar: g*p*x^(p-1)
+//
+// Memory format: an output keeps its input's (core/memory_format.h). A channels-last input is handed to
+// the kernels as its [N, H, W, C] view, which is contiguous, and the output is allocated [N, H, W, C] and
+// returned as its [N, C, H, W] view: the same one dense pass as for NCHW, on every device and kernel.
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
 
@@ -37,8 +42,18 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
 
 namespace {
 
+bool channels_last(const Tensor& t) { return suggest_memory_format(t) == MemoryFormat::channels_last; }
+
+// An empty [N, H, W, C] tensor for the kernels to write, for an output of shape [N, C, H, W].
+Tensor empty_nhwc(const Shape& s, TensorOptions options) { return empty({s[0], s[2], s[3], s[1]}, options); }
+
 Tensor unary(const KernelKey<UnaryKernel>& key, const Tensor& x) {
   check_floating(key.name(), x);
+  if (channels_last(x)) {
+    Tensor out = empty_nhwc(x.shape(), x.options());
+    dispatch(key, x.device(), nhwc_view(x), out);
+    return nchw_view(out);
+  }
   Tensor out = empty(x.shape(), x.options());
   dispatch(key, x.device(), x, out);
   return out;
@@ -46,6 +61,11 @@ Tensor unary(const KernelKey<UnaryKernel>& key, const Tensor& x) {
 
 Tensor unary_scalar(const KernelKey<UnaryScalarKernel>& key, const Tensor& x, double s) {
   check_floating(key.name(), x);
+  if (channels_last(x)) {
+    Tensor out = empty_nhwc(x.shape(), x.options());
+    dispatch(key, x.device(), nhwc_view(x), s, out);
+    return nchw_view(out);
+  }
   Tensor out = empty(x.shape(), x.options());
   dispatch(key, x.device(), x, s, out);
   return out;
@@ -59,9 +79,15 @@ Tensor binary(const KernelKey<BinaryKernel>& key, const Tensor& a, const Tensor&
   check_same_device(name, {a, b});
   check_same_dtype(name, {a, b});
   const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
-  Tensor out = empty(shape, a.options());
   const Tensor ea = a.shape() == shape ? a : a.detach().expand(shape);
   const Tensor eb = b.shape() == shape ? b : b.detach().expand(shape);
+  // Channels-last when an input of the output's shape is (a decides first, as in PyTorch).
+  if ((a.shape() == shape && channels_last(a)) || (b.shape() == shape && channels_last(b))) {
+    Tensor out = empty_nhwc(shape, a.options());
+    dispatch(key, a.device(), nhwc_view(ea), nhwc_view(eb), out);
+    return nchw_view(out);
+  }
+  Tensor out = empty(shape, a.options());
   dispatch(key, a.device(), ea, eb, out);
   return out;
 }

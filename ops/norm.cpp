@@ -21,10 +21,15 @@
 // formulas above read g), and keeps y alone for the backward where the unfused pair keeps the normalised
 // values too; evaluation is batch_norm then relu.
 //
+// Channels-last x [N, C, H, W] (core/memory_format.h): its memory is rows [N*H*W, C], so the kernels get
+// x viewed as [N*H*W, C, 1] (S = 1, M = N*H*W: the same statistics over the same values, read in place)
+// and the output and gradient come back channels-last; every batch-norm kernel of every device serves it.
+//
 // dropout: out = x * mask, mask[i] = (u_i >= p) ? 1 / (1 - p) : 0 from the counter-based generator
 // (kernel "dropout_mask", core/philox.h), so the gradient is mul's: g * mask.
 #include "core/capture.h"
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "core/random.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
@@ -82,9 +87,19 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   check_channel_tensor("running_mean", running_mean, x, channels);
   check_channel_tensor("running_var", running_var, x, channels);
 
-  const Tensor x3 = x.detach().contiguous().view({n, channels, spatial});
+  // The kernels' [N, C, S] view, or for a channels-last x its rows [N*H*W, C, 1]; `as_x` turns a tensor of
+  // that view back into x's shape and format, `as_rows` a gradient of x's shape into the view.
+  const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last;
+  const Shape view3 = nhwc ? Shape{n * spatial, channels, 1} : Shape{n, channels, spatial};
+  auto as_rows = [nhwc, view3](const Tensor& t) {
+    return nhwc ? nhwc_view(t).contiguous().view(view3) : t.contiguous().view(view3);
+  };
+  auto as_x = [nhwc, shape = x.shape()](const Tensor& t3) {
+    return nhwc ? nchw_view(t3.view({shape[0], shape[2], shape[3], shape[1]})) : t3.view(shape);
+  };
+  const Tensor x3 = as_rows(x.detach());
   const Tensor g = packed_or(gamma, 1.0, channels, x), b = packed_or(beta, 0.0, channels, x);
-  Tensor y3 = empty({n, channels, spatial}, x.options());
+  Tensor y3 = empty(view3, x.options());
   const bool gamma_grad = gamma.defined() && gamma.requires_grad(), beta_grad = beta.defined() && beta.requires_grad();
 
   if (training) {
@@ -95,29 +110,27 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
     dispatch(relu ? keys::batch_norm_relu : keys::batch_norm, x.device(), x3, g, b, eps, y3, save_mean,
              save_invstd);
     update_running_stats(running_mean, running_var, save_mean, save_invstd, momentum, eps, count);
-    Tensor out = y3.view(x.shape());
+    Tensor out = as_x(y3);
     if (relu && needs_grad({x, gamma, beta})) {
       attach_grad_fn(
           out, "BatchNormReluBackward", {x, gamma, beta},
-          [x3, y3 = y3.detach(), g, save_mean, save_invstd, shape = x.shape(), gamma_grad,
+          [x3, y3 = y3.detach(), g, save_mean, save_invstd, as_rows, as_x, gamma_grad,
            beta_grad](const Tensor& grad) {
             Tensor grad_x = empty(x3.shape(), x3.options());
             Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
-            dispatch(keys::batch_norm_relu_backward, grad.device(), x3, y3,
-                     grad.contiguous().view(x3.shape()), g, save_mean, save_invstd,
-                     grad_x, grad_gamma, grad_beta);
-            return InputGradients{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+            dispatch(keys::batch_norm_relu_backward, grad.device(), x3, y3, as_rows(grad), g, save_mean,
+                     save_invstd, grad_x, grad_gamma, grad_beta);
+            return InputGradients{as_x(grad_x), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     } else if (needs_grad({x, gamma, beta}))
       attach_grad_fn(
           out, "BatchNormBackward", {x, gamma, beta},
-          [x3, g, save_mean, save_invstd, shape = x.shape(), gamma_grad, beta_grad](const Tensor& grad) {
+          [x3, g, save_mean, save_invstd, as_rows, as_x, gamma_grad, beta_grad](const Tensor& grad) {
             Tensor grad_x = empty(x3.shape(), x3.options());
             Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
-            dispatch(keys::batch_norm_backward, grad.device(), x3,
-                     grad.contiguous().view(x3.shape()), g, save_mean, save_invstd, grad_x,
-                     grad_gamma, grad_beta);
-            return InputGradients{grad_x.view(shape), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
+            dispatch(keys::batch_norm_backward, grad.device(), x3, as_rows(grad), g, save_mean, save_invstd,
+                     grad_x, grad_gamma, grad_beta);
+            return InputGradients{as_x(grad_x), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     return out;
   }
@@ -126,16 +139,16 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
                "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
   const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
   dispatch(keys::batch_norm_inference, x.device(), x3, g, b, mean_c, var_c, eps, y3);
-  Tensor out = y3.view(x.shape());
+  Tensor out = as_x(y3);
   if (needs_grad({x, gamma, beta}))
     // The statistics are cloned: a training step before this backward would update them in place.
     attach_grad_fn(out, "BatchNormInferenceBackward", {x, gamma, beta},
-                   [x3, g, mean_c = mean_c.clone(), var_c = var_c.clone(), eps, shape = x.shape(), gamma_grad,
+                   [x3, g, mean_c = mean_c.clone(), var_c = var_c.clone(), eps, as_rows, as_x, gamma_grad,
                     beta_grad](const Tensor& grad) {
                      const Shape per_channel{1, x3.shape()[1], 1};
                      const Tensor invstd = pow_scalar(add_scalar(var_c, eps), -0.5).view(per_channel);
-                     const Tensor g3 = grad.reshape(x3.shape());
-                     const Tensor grad_x = mul(g3, mul(g.view(per_channel), invstd)).view(shape);
+                     const Tensor g3 = as_rows(grad);
+                     const Tensor grad_x = as_x(mul(g3, mul(g.view(per_channel), invstd)));
                      Tensor grad_gamma, grad_beta;
                      if (gamma_grad) grad_gamma = sum(mul(g3, mul(sub(x3, mean_c.view(per_channel)), invstd)), {0, 2});
                      if (beta_grad) grad_beta = sum(g3, {0, 2});

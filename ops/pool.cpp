@@ -7,7 +7,14 @@
 //   avg: y = sum over the window / (KH*KW)  (padding counts as zeros and is included in the count)
 //        dx[pos] = sum over the windows containing pos of g / (KH*KW)
 // Padding is at most half the window (as in PyTorch), so every window holds at least one real element.
+//
+// Memory format (core/memory_format.h): a channels-last x gives a channels-last y, computed by a kernel
+// declared to serve channels-last tensors (cuDNN's NHWC descriptors) where the device has one; elsewhere
+// the stage runs on NCHW copies and its output is copied back (the "copy" rows of MINIDL_PROFILE).
+#include <utility>
+
 #include "core/dispatch.h"
+#include "core/memory_format.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
 
@@ -15,13 +22,15 @@ namespace minidl {
 
 namespace {
 
-// Checks x and the parameters, returns an uninitialised output of the pooled shape.
+// Checks x and the parameters, returns an uninitialised output of the pooled shape in x's format.
 Tensor pooled_output(const char* op, const Tensor& x, const Pool2dParams& p) {
   check_floating(op, x);
   check_dim(op, x, 4, "[N, C, H, W]");
   // Sizes, window and stride of at least 1, padding within half the window (ops/op_checks.h).
-  return empty(pool2d_output_shape(op, x.shape(), p), x.options());
+  return empty_in_format(pool2d_output_shape(op, x.shape(), p), x.options(), suggest_memory_format(x));
 }
+
+bool is_nhwc(const Tensor& t) { return suggest_memory_format(t) == MemoryFormat::channels_last; }
 
 Pool2dParams square(int kernel, int stride, int padding) {
   Pool2dParams p;
@@ -31,16 +40,34 @@ Pool2dParams square(int kernel, int stride, int padding) {
   return p;
 }
 
+// Runs a forward key on x into y (y in x's format): channels-last kernels first for a channels-last x,
+// else on NCHW copies, y written back. Returns x and y as the kernel read and wrote them.
+std::pair<Tensor, Tensor> pool_forward(const KernelKey<Pool2dKernel>& key, const Tensor& x, Tensor& y,
+                                       const Pool2dParams& p) {
+  if (is_nhwc(x) && dispatch_channels_last(key, x.device(), x, y, p)) return {x, y};
+  const Tensor xc = x.contiguous();
+  Tensor yc = y.is_contiguous() ? y : empty(y.shape(), y.options());
+  dispatch(key, x.device(), xc, yc, p);
+  if (!yc.shares_storage_with(y)) copy_(y, yc);
+  return {xc, yc};
+}
+
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor y = pooled_output("max_pool2d", x, p);
-  const Tensor xc = x.detach().contiguous();
-  dispatch(keys::max_pool2d, x.device(), xc, y, p);
+  const std::pair<Tensor, Tensor> read_written = pool_forward(keys::max_pool2d, x.detach(), y, p);
   if (needs_grad({x}))
-    attach_grad_fn(y, "MaxPool2dBackward", {x}, [xc, yc = y.detach(), p](const Tensor& g) {
-      Tensor grad_x = empty(xc.shape(), xc.options());
-      dispatch(keys::max_pool2d_backward, xc.device(), xc, yc, g.contiguous(), grad_x, p);
+    attach_grad_fn(y, "MaxPool2dBackward", {x},
+                   [xk = read_written.first, yk = read_written.second.detach(), p](const Tensor& g) {
+      if (is_nhwc(xk) && is_nhwc(yk)) {
+        Tensor grad_x = empty_channels_last(xk.shape(), g.options());
+        const Tensor gk = copy_in_format(g, MemoryFormat::channels_last);
+        if (dispatch_channels_last(keys::max_pool2d_backward, xk.device(), xk, yk, gk, grad_x, p))
+          return InputGradients{grad_x};
+      }
+      Tensor grad_x = empty(xk.shape(), xk.options());
+      dispatch(keys::max_pool2d_backward, xk.device(), xk.contiguous(), yk.contiguous(), g.contiguous(), grad_x, p);
       return InputGradients{grad_x};
     });
   return y;
@@ -48,9 +75,15 @@ Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
 
 Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor y = pooled_output("avg_pool2d", x, p);
-  dispatch(keys::avg_pool2d, x.device(), x.detach().contiguous(), y, p);
+  const bool nhwc = is_nhwc(x);
+  pool_forward(keys::avg_pool2d, x.detach(), y, p);
   if (needs_grad({x}))
-    attach_grad_fn(y, "AvgPool2dBackward", {x}, [x_shape = x.shape(), p](const Tensor& g) {
+    attach_grad_fn(y, "AvgPool2dBackward", {x}, [x_shape = x.shape(), nhwc, p](const Tensor& g) {
+      if (nhwc) {
+        Tensor grad_x = empty_channels_last(x_shape, g.options());
+        const Tensor gk = copy_in_format(g, MemoryFormat::channels_last);
+        if (dispatch_channels_last(keys::avg_pool2d_backward, g.device(), gk, grad_x, p)) return InputGradients{grad_x};
+      }
       Tensor grad_x = empty(x_shape, g.options());
       dispatch(keys::avg_pool2d_backward, g.device(), g.contiguous(), grad_x, p);
       return InputGradients{grad_x};

@@ -23,8 +23,9 @@
 #   captcha     (exit 77 without a captcha font) the run's time left after epoch 1; a 2-epoch run resumed
 #               with --epochs 3 at the 3-epoch cosine schedule's lr; --rnn lstm refused naming --rnn by
 #               --resume and by --init-from; --init-from's log line; --recipe cpu's settings (the slim model
-#               of 248,091 parameters); and a CPU run of 100,000 epochs (more than an hour at any speed a
-#               step can have) warning after 5 steps with its projected time and --recipe cpu.
+#               of 248,091 parameters); and a CPU run of 10,000,000 epochs (20 million steps: more than an
+#               hour at any speed a step can have) warning after 5 steps with its projected time and
+#               --recipe cpu.
 set -u
 case_name=$1
 mnist=$2
@@ -158,10 +159,10 @@ captcha)
     "$dir/recipe.log" || fail "--recipe cpu does not list its settings"
   grep -q "248091 parameters.* 3 epoch(s) of 200 batches of 32, 600 steps" "$dir/recipe.log" ||
     fail "--recipe cpu does not build the slim model for 600 steps"
-  "$captcha" "${model[@]}" --epochs 100000 --stop-after-steps 6 --save "$dir/long.ckpt" >"$dir/long.log" 2>&1 ||
+  "$captcha" "${model[@]}" --epochs 10000000 --stop-after-steps 6 --save "$dir/long.ckpt" >"$dir/long.log" 2>&1 ||
     fail "the long run"
-  grep -q "^captcha: warning: on this CPU the run needs about [0-9:]* more (100000 epoch(s) of 2 steps, .* a step); .*captcha train --recipe cpu$" \
-    "$dir/long.log" || fail "no warning for a run of 100,000 epochs on the CPU"
+  grep -q "^captcha: warning: on this CPU the run needs about [0-9:]* more (10000000 epoch(s) of 2 steps, .* a step); .*captcha train --recipe cpu$" \
+    "$dir/long.log" || fail "no warning for a run of 10,000,000 epochs on the CPU"
   grep -q "warning: on this CPU" "$dir/fresh3.log" && fail "a short run warned"
   echo "OK: captcha: time left, a run extended, --rnn refused by name, --init-from, --recipe cpu, the CPU warning"
   ;;

@@ -14,7 +14,8 @@
 #                      MINIDL_LOG_DISPATCH=5abc
 #   mnist_determinism  the same seed and threads give byte-identical checkpoints and metrics (CPU)
 #   captcha_nan        as mnist_nan, for `captcha train --lr 1e30`
-#   captcha_flags      --threads -1, --lr inf, --dropout 1, --save "", a --save folder that does not exist
+#   captcha_flags      --threads -1, --lr inf, --dropout 1, --save "", a --save folder that does not exist;
+#                      --cuda-graph on the CPU (train and bench), and with --no-cuda-graph
 #   determinism_cuda   two runs of each program with --device cuda --deterministic save identical files
 #   mnist_outputs      an output never replaces an input (exit 2, both flags named, the input unchanged):
 #                      predict --out = --model (also through a symbolic and a hard link), --out = --csv;
@@ -339,6 +340,10 @@ captcha_flags)
     "$captcha" "${captcha_train[@]}" --save "$dir/nope/c.ckpt"
   expect_refusal 1 "MINIDL_CUDA_MEMORY_LIMIT: cannot parse 'garbage'" -- \
     env MINIDL_CUDA_MEMORY_LIMIT=garbage "$captcha" "${captcha_train[@]}"
+  expect_refusal 1 "--cuda-graph needs a CUDA device; this run is on cpu" -- "$captcha" "${captcha_train[@]}" --cuda-graph
+  expect_refusal 1 "--cuda-graph needs a CUDA device; this run is on cpu" -- \
+    "$captcha" bench --device cpu --steps 1 --warmup 0 --cuda-graph
+  expect_refusal 2 "--cuda-graph excludes --no-cuda-graph" -- "$captcha" "${captcha_train[@]}" --cuda-graph --no-cuda-graph
   echo "OK: bad captcha flags are refused up front, naming the flag"
   ;;
 

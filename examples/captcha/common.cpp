@@ -90,19 +90,6 @@ LoadedModel load_model(const std::string& path, Device device) {
   return out;
 }
 
-TrainStep train_step(CaptchaModel& model, Optimizer& optimizer, const Tensor& inputs, const Tensor& targets,
-                     const Tensor& input_lengths, const Tensor& target_lengths,
-                     const std::function<void()>& after_backward) {
-  TrainStep s;
-  s.log_probs = model(inputs);
-  s.loss = ctc_loss(s.log_probs, targets, input_lengths, target_lengths, 0, /*zero_infinity=*/true);
-  optimizer.zero_grad();
-  s.loss.backward();
-  if (after_backward) after_backward();
-  optimizer.step();
-  return s;
-}
-
 int64_t eval_batch_size(Device device) { return device.is_cuda() ? 500 : 100; }
 
 EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& charset, Device device,

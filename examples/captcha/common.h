@@ -60,19 +60,7 @@ struct LoadedModel {
 };
 LoadedModel load_model(const std::string& path, minidl::Device device);
 
-// ---- training: one step as `captcha train` runs it and `captcha bench` times it. inputs [B, 3, H, W] on
-// the model's device; targets [B, S] padded with 0; input_lengths and target_lengths [B] int64 (targets and
-// lengths on any device: ctc_loss moves them to the log-probabilities' device). Forward, ctc_loss over
-// the input lengths (zero_infinity: a label no alignment fits adds nothing rather than inf), zero_grad,
-// backward, optimizer step. The learning-rate schedule is the caller's. `after_backward` runs between
-// backward and the step (data-parallel training completes the gradients there).
-struct TrainStep {
-  minidl::Tensor log_probs;  // [T, B, classes], with history (detach before decoding)
-  minidl::Tensor loss;       // scalar, on the device
-};
-TrainStep train_step(CaptchaModel& model, minidl::Optimizer& optimizer, const minidl::Tensor& inputs,
-                     const minidl::Tensor& targets, const minidl::Tensor& input_lengths,
-                     const minidl::Tensor& target_lengths, const std::function<void()>& after_backward = {});
+// ---- training: one step, eagerly or from a CUDA graph: examples/captcha/train_step.h
 
 // ---- evaluation: greedy decoding of every batch (inputs [B, 3, H, W], targets [B, S] padded with 0)
 struct EvalResult {

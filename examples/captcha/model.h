@@ -22,6 +22,7 @@
 #include "nn/gru.h"
 #include "nn/lstm.h"
 #include "nn/layers.h"
+#include "ops/memory_format.h"
 #include "ops/ops.h"
 
 namespace captcha {
@@ -137,8 +138,9 @@ class CaptchaModel : public minidl::Module {
     MINIDL_CHECK(x.dim() == 4 && x.size(1) == 3 && x.size(2) == config.height && x.size(3) == config.width,
                  "captcha model: expected images [N, 3, ", config.height, ", ", config.width, "], got ",
                  shape_str(x.shape()));
-    const Tensor features = (*cnn)(x);                              // [N, C, H', W']
+    const Tensor features = (*cnn)(to_memory_format(x, memory_format));  // [N, C, H', W']
     const int64_t steps = features.size(3), batch = features.size(0);
+    // Whatever the features' memory format, the reshape copies them into the sequence's layout.
     const Tensor sequence = features.permute({3, 0, 1, 2}).reshape({steps, batch, -1});  // [W', N, C * H']
     const Tensor h = (*rnn_dropout)((*rnn)(sequence));             // [T, N, 2 * hidden]
     return log_softmax((*classifier)(h), -1);
@@ -147,6 +149,9 @@ class CaptchaModel : public minidl::Module {
   std::string type_name() const override { return "CaptchaModel"; }
 
   ModelConfig config;
+  // The CNN's activations in NCHW or channels-last memory (--memory-format, core/memory_format.h): the
+  // input is converted once, the layers keep the format. Not a model setting: no checkpoint stores it.
+  minidl::MemoryFormat memory_format = minidl::MemoryFormat::contiguous;
   std::shared_ptr<minidl::Sequential> cnn;
   std::shared_ptr<minidl::RnnLayer> rnn;  // a GRU or an LSTM (config.rnn), bidirectional
   std::shared_ptr<minidl::Dropout> rnn_dropout;

@@ -44,6 +44,10 @@
 // by a job of any size resumes in a job of any size that divides --batch (--resume FILE must be readable
 // on every rank). A NaN or infinite loss on any rank stops every rank together, exit status 3
 // (examples/train_guard.h), and so does Ctrl-C on any rank (examples/run_state.h).
+// CUDA graphs: on one GPU (not --distributed), forward, ctc_loss, backward and Adam are captured as a CUDA
+// graph after two eager steps and replayed every step, the same losses as eager steps at a fraction of the
+// host's time; the labels' checks and the batch's copies stay on the host (examples/captcha/train_step.h
+// says why). --no-cuda-graph runs every step eagerly.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -60,6 +64,7 @@
 #include "examples/captcha/common.h"
 #include "examples/captcha/loss_log.h"
 #include "examples/captcha/train.h"
+#include "examples/captcha/train_step.h"
 #include "examples/flags.h"
 #include "examples/run_environment.h"
 #include "examples/run_start.h"
@@ -121,6 +126,7 @@ int run_train(const TrainArgs& a) {
   if (!a.save_best.empty())
     examples::prepare_save_path("captcha", a.save_best, "--save-best", job.get(), /*say_removed=*/false);
   const Device device = job ? job->device : choose_device(a.device);
+  const bool use_cuda_graph = examples::use_cuda_graph(device, a.cuda_graph, a.no_cuda_graph, a.distributed);
   if (root) examples::print_run_environment("captcha train", device, a.kernels);  // examples/run_environment.h
   const int threads = thread_count(a.threads);
   TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
@@ -149,6 +155,9 @@ int run_train(const TrainArgs& a) {
     std::printf("captcha: warning: %lld time steps cannot read %d characters when neighbours repeat (needs %d)\n",
                 static_cast<long long>(T), data.max_length, 2 * data.max_length - 1);
   model->to(device);  // before building the optimizer (nn/module.h)
+  model->memory_format = examples::resolve_memory_format(a.memory_format, device);
+  if (!job || job->is_root())
+    std::printf("captcha: %s\n", examples::memory_format_text(model->memory_format, device).c_str());
 
   // Adam, or AdamW (decoupled weight decay) when the decay is positive (nn/optim.h).
   AdamOptions adam_options;
@@ -270,6 +279,8 @@ int run_train(const TrainArgs& a) {
     return 0;
   }
 
+  std::unique_ptr<GraphedTrainStep> graphed;  // the step replayed from a CUDA graph (train_step.h)
+  if (use_cuda_graph) graphed = std::make_unique<GraphedTrainStep>(*model, optimizer, device);
   int64_t step = start.step;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
@@ -294,10 +305,11 @@ int run_train(const TrainArgs& a) {
       const Tensor input_lengths = full({B}, static_cast<double>(T), TensorOptions(DType::int64, Device::cpu()));
       if (dp) dp->begin_step(B, batch.global_size);
       const double lr = optimizer.lr();
-      const auto [log_probs, loss] = train_step(*model, optimizer, batch.inputs.to(device), batch.targets,
-                                                input_lengths, ctc_target_lengths(batch.targets), [&] {
-                                                  if (dp) dp->finish_step();
-                                                });
+      const Tensor target_lengths = ctc_target_lengths(batch.targets);
+      const auto [log_probs, loss] =
+          graphed ? (*graphed)(batch.inputs, batch.targets, input_lengths, target_lengths)
+                  : train_step(*model, optimizer, batch.inputs.to(device), batch.targets, input_lengths,
+                               target_lengths, [&] { if (dp) dp->finish_step(); });
       if (schedule) schedule->step();
       losses.add(loss, B, ++step, lr);
       ++epoch_step;
@@ -338,6 +350,7 @@ int run_train(const TrainArgs& a) {
                   percent(val.character_accuracy).c_str(), format_duration(seconds).c_str(), images_per_second,
                   run_left.c_str());
     progress.finish(summary);
+    if (graphed && epoch == start.epoch + 1) std::printf("captcha: CUDA graphs: %s\n", graphed->describe().c_str());
     if (metrics)
       metrics->write({{"epoch", epoch},
                       {"step", step},

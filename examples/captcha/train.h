@@ -40,8 +40,10 @@ struct TrainArgs {
   // reaches the same accuracy in fewer and faster epochs than strict FP32 (the figures: docs/results/README.md,
   // "Captcha time to accuracy"); --precision fp32 --epochs 20 is the earlier default.
   std::string precision = "tf32";
+  std::string memory_format;  // --memory-format: "" (the device's default), nchw or nhwc (examples/flags.h)
   std::vector<std::string> kernels;
   bool distributed = false;
+  bool cuda_graph = false, no_cuda_graph = false;  // the step from a CUDA graph (the default on one GPU), or not
   CLI::Option* charset_flag = nullptr;  // was --charset given?
   CLI::Option* length_flag = nullptr;
 };

@@ -10,7 +10,8 @@
 //                 [--save-every N] [--resume FILE] [--resume-other-data] [--stop-after-epochs N]
 //                 [--stop-after-steps N] [--deterministic] [--precision fp32|tf32|bf16] [--distributed]
 //                 [--augment LIST | --no-augment] [--augment-strength X] [--weight-decay W]
-//                 [--save-best FILE] [--early-stop N] [--init-from FILE] [--recipe default|cpu]
+//                 [--save-best FILE] [--early-stop N] [--cuda-graph | --no-cuda-graph] [--init-from FILE]
+//                 [--recipe default|cpu]
 #include <memory>
 
 #include "examples/captcha/common.h"
@@ -114,6 +115,11 @@ Command add_train_command(CLI::App& parent) {
                 "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                 "(the CPU always is, for the same threads)");
   examples::add_precision_flag(cmd, a->precision);
+  cmd->add_flag("--cuda-graph", a->cuda_graph,
+                "capture forward, CTC loss, backward and Adam as a CUDA graph after two eager steps and replay it "
+                "every step (one launch instead of hundreds; examples/captcha/train_step.h); the default on one GPU");
+  cmd->add_flag("--no-cuda-graph", a->no_cuda_graph, "on a GPU, run every step eagerly")->excludes("--cuda-graph");
+  examples::add_memory_format_flag(cmd, a->memory_format);
   cmd->add_flag("--distributed", a->distributed,
                 "one rank of a data-parallel job: mpirun -np N captcha train --distributed ... (--batch is the "
                 "global batch; --device cuda: one GPU per process; docs/distributed.md)");

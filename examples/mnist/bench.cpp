@@ -75,7 +75,8 @@ int run_bench(const BenchArgs& a) {
 
   // The synthetic batch (this rank's part of it), made once on the device.
   const int64_t B = job ? job->local_batch(a.batch) : a.batch;
-  const Tensor inputs = rand({B, 1, 28, 28}, TensorOptions(DType::float32, device));
+  const MemoryFormat memory_format = examples::resolve_memory_format(a.memory_format, device);
+  const Tensor inputs = model_input(rand({B, 1, 28, 28}, TensorOptions(DType::float32, device)), memory_format);
   std::mt19937_64 rng(a.seed);
   std::uniform_int_distribution<int> digit(0, 9);
   std::vector<double> labels(static_cast<size_t>(B));
@@ -89,6 +90,7 @@ int run_bench(const BenchArgs& a) {
   if (dp)
     std::printf("mnist bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n", job->world_size,
                 static_cast<long long>(B), dp->bucket_count());
+  std::printf("mnist bench: %s\n", examples::memory_format_text(memory_format, device).c_str());
   std::fflush(stdout);
 
   std::unique_ptr<GraphedTrainStep> graphed;  // --cuda-graph: captured in the warm-up (its third step)
@@ -109,7 +111,8 @@ int run_bench(const BenchArgs& a) {
                             kReportedKeys};
   run.extra = {{"world_size", job ? job->world_size : 0},  // 0: not --distributed
                {"cuda_graph", a.cuda_graph},
-               {"mnist_model", a.model}};
+               {"mnist_model", a.model},
+               {"memory_format", memory_format_name(memory_format)}};
   if (graphed) std::printf("mnist bench: CUDA graphs: %s\n", graphed->describe().c_str());
   if (a.overhead_rounds > 0) {  // DataParallel's hooks see no begin_step in a plain step and do nothing
     auto plain = [&] { last_loss = train_step(*model, optimizer, inputs, targets).loss; };

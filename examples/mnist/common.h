@@ -39,6 +39,7 @@ struct TrainFlags {
   bool cuda_graph = false;      // --cuda-graph: forward, loss, backward and Adam replayed from a CUDA graph
   bool no_cuda_graph = false;   // --no-cuda-graph: eager steps on a GPU (graphs are the default there)
   std::string precision;        // --precision: "" (MINIDL_TF32 decides), fp32, tf32 or bf16 (core/precision.h)
+  std::string memory_format;    // --memory-format: "" (the device's default), nchw or nhwc (examples/flags.h)
   double target_accuracy = 0;   // --target-accuracy: stop once the evaluation reaches it (0: off)
   std::string recipe = "default";
   std::string model = mnist::kModelName;  // --model

@@ -6,6 +6,7 @@
 
 #include "nn/checkpoint.h"
 #include "nn/layers.h"
+#include "ops/memory_format.h"
 
 namespace mnist {
 
@@ -65,6 +66,13 @@ inline std::shared_ptr<minidl::Sequential> make_model(const std::string& name) {
   if (name == kFastModelName) return make_fast_model();
   throw minidl::Error(minidl::str_cat("mnist: unknown model '", name, "' (known: ", kModelName, ", ", kFastModelName,
                                       ")"));
+}
+
+// The models' input [N, 1, 28, 28] in the memory format of a run (--memory-format, core/memory_format.h);
+// the layers keep it. With one channel NCHW and NHWC are the same memory: only the strides change, so
+// the conversion copies nothing. The parameters and checkpoints do not depend on it.
+inline minidl::Tensor model_input(const minidl::Tensor& x, minidl::MemoryFormat format) {
+  return minidl::to_memory_format(x, format);
 }
 
 // Restores `model` (from make_model(name)) from a checkpoint file already read: one line, before any

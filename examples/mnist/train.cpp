@@ -144,6 +144,8 @@ int train(const TrainFlags& f) {
   };
   std::shared_ptr<Sequential> model = mnist::make_model(f.model);
   model->to(device);  // before building the optimizer (nn/module.h)
+  const MemoryFormat memory_format = examples::resolve_memory_format(f.memory_format, device);
+  if (!job || job->is_root()) std::printf("mnist: %s\n", examples::memory_format_text(memory_format, device).c_str());
   AdamOptions adam_options;
   adam_options.lr = f.lr;
   adam_options.weight_decay = f.weight_decay;
@@ -288,8 +290,9 @@ int train(const TrainFlags& f) {
       if (dp) dp->begin_step(batch.size(), batch.global_size);
       const double lr = optimizer.lr();
       const Tensor targets = batch.targets.to(device);  // already there when the data is resident
-      const auto [logits, loss] = graphed ? (*graphed)(batch.inputs.to(device), targets)
-                                          : mnist::train_step(*model, optimizer, batch.inputs.to(device), targets, [&] {
+      const Tensor inputs = mnist::model_input(batch.inputs.to(device), memory_format);
+      const auto [logits, loss] = graphed ? (*graphed)(inputs, targets)
+                                          : mnist::train_step(*model, optimizer, inputs, targets, [&] {
                                               if (dp) dp->finish_step();
                                             });
       if (scheduler && per_batch_schedule) scheduler->step();

@@ -2,12 +2,10 @@
 // `mnist bench` times it.
 #pragma once
 #include <functional>
-#include <map>
-#include <memory>
 #include <string>
+#include <vector>
 
-#include "core/error.h"
-#include "nn/graphed_step.h"
+#include "examples/graphed_train_step.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "ops/ops.h"
@@ -37,53 +35,30 @@ inline TrainStep train_step(minidl::Module& model, minidl::Optimizer& optimizer,
 }
 
 // The same step with forward, cross-entropy, backward and the optimizer's update captured as a CUDA
-// graph and replayed (nn/graphed_step.h): one graph per batch size (an epoch's last batch may be
-// smaller), each with its own input buffers, into which every call copies its batch. The returned tensors
-// have no history. Not for data-parallel training: its gradient hooks talk to other processes, which a
-// graph cannot hold.
+// graph and replayed (examples/graphed_train_step.h): one graph per batch size, into whose input tensors
+// every call copies its batch. The returned tensors have no history.
 class GraphedTrainStep {
  public:
   GraphedTrainStep(minidl::Module& model, minidl::Optimizer& optimizer, minidl::Device device)
-      : model_(model), optimizer_(optimizer), device_(device) {
+      : step_(model, optimizer, device, [&model](const std::vector<minidl::Tensor>& in) {
+          const minidl::Tensor logits = model(in[0]);
+          const minidl::Tensor loss = minidl::cross_entropy(logits, in[1]);
+          loss.backward();
+          return std::vector<minidl::Tensor>{logits, loss};
+        }) {
     MINIDL_CHECK(device.is_cuda(), "--cuda-graph needs a CUDA device; this run is on ", device.str());
   }
 
   TrainStep operator()(const minidl::Tensor& inputs, const minidl::Tensor& targets) {
-    Captured& c = by_batch_[inputs.size(0)];
-    if (!c.step) {
-      c.inputs = minidl::empty(inputs.shape(), minidl::TensorOptions(inputs.dtype(), device_));
-      c.targets = minidl::empty(targets.shape(), minidl::TensorOptions(targets.dtype(), device_));
-      c.step = std::make_unique<minidl::GraphedStep>(device_, model_.parameters(), [this, &c] {
-        const minidl::Tensor logits = model_(c.inputs);
-        const minidl::Tensor loss = minidl::cross_entropy(logits, c.targets);
-        loss.backward();
-        return std::vector<minidl::Tensor>{logits, loss};
-      }, /*warmup=*/2, &optimizer_);
-    }
-    minidl::copy_(c.inputs, inputs);
-    minidl::copy_(c.targets, targets);
-    const std::vector<minidl::Tensor> out = c.step->run();  // the optimizer's step included
+    const std::vector<minidl::Tensor> out = step_({inputs, targets});
     return TrainStep{out[0], out[1]};
   }
 
   // "batch 256: 164 nodes; batch 96: 164 nodes" (the captured graphs so far), or "none captured yet".
-  std::string describe() const {
-    std::string out;
-    for (const auto& [batch, c] : by_batch_)
-      if (c.step && c.step->captured())
-        out += minidl::str_cat(out.empty() ? "" : "; ", "batch ", batch, ": ", c.step->node_count(), " nodes");
-    return out.empty() ? "none captured yet" : out;
-  }
+  std::string describe() const { return step_.describe(); }
 
  private:
-  struct Captured {
-    minidl::Tensor inputs, targets;  // the graph reads these; each call copies its batch in
-    std::unique_ptr<minidl::GraphedStep> step;
-  };
-  minidl::Module& model_;
-  minidl::Optimizer& optimizer_;
-  minidl::Device device_;
-  std::map<int64_t, Captured> by_batch_;  // map: the step functions hold references to their entries
+  examples::GraphedTrainStep step_;
 };
 
 }  // namespace mnist
