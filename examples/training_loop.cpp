@@ -85,9 +85,10 @@ std::optional<int> TrainingLoop::after_step(int64_t epoch, int64_t epoch_step, i
     p_.guard->agree();
   }
   if (++steps_this_invocation_ == kStepsBeforeWarning && p_.on_cpu && p_.root && !epoch_done) {
-    const std::string warning = long_run_warning(
-        p_.program, estimate_.remaining(epoch, progress.eta_seconds(epoch_step), progress.step_seconds(epoch_step), false),
-        p_.epochs, p_.batches_per_epoch, progress.step_seconds(epoch_step), p_.long_run_hint);
+    const double step_seconds = progress.step_seconds(epoch_step);
+    const double left = estimate_.remaining(epoch, progress.eta_seconds(epoch_step), step_seconds, false);
+    const std::string warning =
+        long_run_warning(p_.program, left, p_.epochs, p_.batches_per_epoch, step_seconds, p_.long_run_hint);
     if (!warning.empty()) {
       progress.clear();
       std::printf("%s\n", warning.c_str());

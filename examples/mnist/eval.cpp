@@ -38,8 +38,9 @@ int eval(const std::string& model_path, const std::string& data, const std::stri
   const EvalResult r = evaluate(*model, loader, device);
   // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not
   // numbers, and neither is the loss.
-  MINIDL_CHECK(std::isfinite(r.loss), "'", model_path, "' gives a ", name == "test" ? "test loss" : "loss on " + name,
-               " of ", number_str(r.loss), ": its outputs are NaN or infinite (weights of a run that diverged); train again");
+  MINIDL_CHECK(std::isfinite(r.loss), "'", model_path, "' gives a ",
+               name == "test" ? std::string("test loss") : "loss on " + name, " of ", number_str(r.loss),
+               ": its outputs are NaN or infinite (weights of a run that diverged); train again");
   if (name == "test")
     std::printf("test loss: %.4f\ntest accuracy: %s (%lld/%lld)\n", r.loss, percent(r.accuracy).c_str(),
                 static_cast<long long>(r.correct), static_cast<long long>(r.count));

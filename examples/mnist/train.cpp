@@ -357,8 +357,8 @@ int train(const TrainFlags& f) {
       metrics->write(record);
     }
     const examples::RunPosition at{epoch, 0, run_step, {}};
-    const examples::Metadata accuracy =
-        eval_loader ? examples::Metadata{{eval_key + "_accuracy", std::to_string(result.accuracy)}} : examples::Metadata{};
+    examples::Metadata accuracy;  // of the evaluation, in the files saved now
+    if (eval_loader) accuracy[eval_key + "_accuracy"] = std::to_string(result.accuracy);
     if (!save_path.empty()) loop.save(at, accuracy, save_path);
     if (new_best && !f.save_best.empty()) loop.save(at, accuracy, f.save_best);
     std::fflush(stdout);
