@@ -68,7 +68,7 @@ std::string check_may_decline(bool ta, bool tb, DType dtype) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  exercise::Checker c(argc, argv, {4, "a cache-tiled matmul on the CPU", "exercises/04-tiled-matmul/matmul_tiled.cpp"});
+  exercise::Checker c(argc, argv, {4, "a register- and cache-blocked matmul on the CPU", "exercises/04-tiled-matmul/matmul_tiled.cpp"});
   register_student_matmul();
 
   c.section("the kernel \"student\" against the naive reference (4 rows of c per pass; tiles of b: 128 x 256)");

@@ -3,11 +3,14 @@
 // outputs that start as NaN, a guard after c), then the worklog's table: GFLOP/s of every rung that passed
 // at 256^3, 512^3 and 1024^3 next to OpenBLAS's sgemm, with a hint where a rung is slower than the one
 // before. Timing never decides pass or fail.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iterator>
+#include <thread>
 #include <vector>
 
 #include "exercises/04b-cpu-gemm-worklog/gemm_rungs.h"
@@ -138,6 +141,17 @@ std::string env_or(const char* name, const char* fallback) {
   return v ? v : fallback;
 }
 
+// "load average 0.52 on 4 cores": other work on the machine slows every row, the threaded ones most.
+std::string machine_load() {
+  std::ifstream file("/proc/loadavg");
+  double one_minute = -1;
+  file >> one_minute;
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (one_minute < 0) return str_cat(cores, " cores");
+  return str_cat("load average ", one_minute, " on ", cores, " cores",
+                 one_minute > 0.5 * cores ? ": the machine is busy, so times vary and understate your code" : "");
+}
+
 void print_row(const std::string& label, const std::vector<double>& values, const std::string& threads) {
   std::printf("  %-34s", label.c_str());
   for (double v : values) {
@@ -154,8 +168,9 @@ void print_table(const std::vector<bool>& passed, bool quick) {
   const std::vector<int64_t> sizes = quick ? std::vector<int64_t>{256} : std::vector<int64_t>{256, 512, 1024};
   const bool avx2_fma = worklog::cpu_has_avx2_fma();
   std::printf("\nthe worklog's table: GFLOP/s of c = a b, float32, M = N = K (median of %d after a warm-up, cache "
-              "flushed)\nyour file compiled with: %s\n\n",
-              quick ? 1 : 5, MINIDL_EXERCISE_VECTOR_FLAGS[0] ? MINIDL_EXERCISE_VECTOR_FLAGS : "(no vector flags: baseline)");
+              "flushed)\nyour file compiled with: %s\n%s\n\n",
+              quick ? 1 : 5, MINIDL_EXERCISE_VECTOR_FLAGS[0] ? MINIDL_EXERCISE_VECTOR_FLAGS : "(no vector flags: baseline)",
+              machine_load().c_str());
   std::printf("  %-34s", "rung");
   for (int64_t n : sizes) std::printf(" %9s", str_cat(n, "^3").c_str());
   std::printf("   threads\n");
