@@ -1,6 +1,6 @@
-// exercises/06b-cuda-register-blocked/matmul_register_blocked.cu — EXERCISE 6b: a register-blocked matmul on
-// the GPU (the GEMM ladder's step 3). Read first: docs/course/06-gemm-ladder.md and exercise 6. Check
-// your work: `make exercise N=6b` (on a machine with an NVIDIA GPU; elsewhere it compiles your file and skips).
+// exercises/06b-cuda-register-blocked/matmul_register_blocked.cu — EXERCISE 6b:
+// a register-blocked matmul on the GPU (the GEMM ladder's step 3). Read first: docs/course/06-gemm-ladder.md
+// and exercise 6. Check your work: `make exercise N=6b` (on a machine with an NVIDIA GPU; elsewhere it compiles your file and skips).
 //
 // Exercise 6's kernel makes one output per thread: for each kk it reads a_tile[ty][kk] and b_tile[kk][tx] from
 // shared memory for one FMA, two shared loads per FMA, and shared memory becomes the limit. Here each thread
