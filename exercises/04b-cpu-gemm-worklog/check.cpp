@@ -25,10 +25,8 @@
 #include <omp.h>
 #endif
 
-// The flags CMake compiled the student's file with (exercises/CMakeLists.txt), for the table's heading.
-#ifndef MINIDL_EXERCISE_VECTOR_FLAGS
-#define MINIDL_EXERCISE_VECTOR_FLAGS ""
-#endif
+// MINIDL_EXERCISE_VECTOR_FLAGS and MINIDL_EXERCISE_CPU_FEATURES: the flags CMake compiled the student's file with
+// and the CPU features they use (exercises/CMakeLists.txt), for the table's heading and the run-time check.
 
 using namespace minidl;
 
@@ -231,6 +229,7 @@ void print_table(const std::vector<bool>& passed, bool quick) {
 
 int main(int argc, char** argv) {
   exercise::Checker c(argc, argv, {"4b", "the CPU GEMM worklog", kFile});
+  c.require_cpu_features(MINIDL_EXERCISE_CPU_FEATURES, MINIDL_EXERCISE_VECTOR_FLAGS);
   const bool avx2_fma = worklog::cpu_has_avx2_fma();
   std::printf("your file is compiled with: %s\nthis CPU %s AVX2 and FMA (rung 5 %s)\n",
               MINIDL_EXERCISE_VECTOR_FLAGS[0] ? MINIDL_EXERCISE_VECTOR_FLAGS : "(no vector flags: baseline)",

@@ -143,6 +143,37 @@ void Checker::require_cuda() {
   std::exit(77);
 }
 
+// Whether this CPU has `feature` (one of the names exercises/CMakeLists.txt looks for). __builtin_cpu_supports
+// takes only a literal, hence the list.
+static bool cpu_supports(const std::string& feature) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (feature == "avx") return __builtin_cpu_supports("avx");
+  if (feature == "avx2") return __builtin_cpu_supports("avx2");
+  if (feature == "fma") return __builtin_cpu_supports("fma");
+  if (feature == "avx512f") return __builtin_cpu_supports("avx512f");
+  if (feature == "avx512bw") return __builtin_cpu_supports("avx512bw");
+  if (feature == "avx512dq") return __builtin_cpu_supports("avx512dq");
+  if (feature == "avx512vl") return __builtin_cpu_supports("avx512vl");
+#endif
+  (void)feature;
+  return true;  // a feature this list does not know: not checked
+}
+
+void Checker::require_cpu_features(const std::string& features, const std::string& flags) {
+  std::string missing;
+  std::stringstream list(features);
+  for (std::string f; std::getline(list, f, ',');)
+    if (!f.empty() && !cpu_supports(f)) missing += (missing.empty() ? "" : ", ") + f;
+  if (missing.empty()) return;
+  std::printf(
+      "\nSKIPPED: your file was compiled with %s for a CPU with %s, and this CPU lacks %s: it would stop on an\n"
+      "illegal instruction. The binary was built on another machine: build it on this one (`make exercise N=%s`), or\n"
+      "configure with -DMINIDL_EXERCISE_NATIVE=OFF to build exercise binaries for any x86-64 CPU.\n",
+      flags.c_str(), features.c_str(), missing.c_str(), info_.number.c_str());
+  std::fflush(stdout);
+  std::exit(77);
+}
+
 bool Checker::timing_wanted() const { return bench_ && failures_.empty(); }
 
 void Checker::bench(const std::vector<std::string>& keys, const std::vector<std::string>& kernels,

@@ -68,6 +68,10 @@ class Checker {
 
   // For GPU exercises: returns when a CUDA device is usable; otherwise prints why and exits 77 (skipped).
   void require_cuda();
+  // For the exercises whose file is compiled with vector flags (4, 4b): `features` is a comma-separated list of
+  // CPU features the flags let the compiler use ("avx2,fma,avx512f"). Returns when this CPU has them all
+  // (cpuid); otherwise prints which are missing and exits 77 (skipped): the binary was built for another CPU.
+  void require_cpu_features(const std::string& features, const std::string& flags);
 
   // Times kernels of `keys` with `minidl bench` (tools/bench/) in this process, where the student's kernel
   // is registered: `kernels` names the rows to show (names this build lacks are left out), `shapes` are
