@@ -214,8 +214,16 @@ void print_table(const std::vector<bool>& passed, bool quick) {
   print_row(str_cat("OpenBLAS sgemm (", openblas_get_corename(), ")"), one, "1");
   print_row(str_cat("OpenBLAS sgemm (", openblas_get_corename(), ")"), all,
             str_cat(blas_threads, " (OPENBLAS_NUM_THREADS=", env_or("OPENBLAS_NUM_THREADS", "unset"), ")"));
-  std::printf("\n  OpenBLAS picked its \"%s\" kernels for this CPU (OPENBLAS_CORETYPE=%s overrides the choice).\n",
-              openblas_get_corename(), env_or("OPENBLAS_CORETYPE", "unset").c_str());
+  const std::string core = openblas_get_corename();
+  std::printf("\n  OpenBLAS picked its \"%s\" kernels for this CPU (OPENBLAS_CORETYPE, which chooses them: %s).\n",
+              core.c_str(), env_or("OPENBLAS_CORETYPE", "unset").c_str());
+  // Pre-AVX kernel families: on some virtual machines OpenBLAS does not recognise the CPU and falls back to them.
+  bool old_kernels = false;
+  for (const char* name : {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai", "Northwood", "Banias"})
+    old_kernels = old_kernels || core == name;
+  if (old_kernels && avx2_fma)
+    hints.push_back(str_cat("hint: OpenBLAS chose its pre-AVX \"", core, "\" kernels on a CPU with AVX2 and FMA, so its row ",
+                            "understates it: run again with OPENBLAS_CORETYPE=Haswell (AVX2) or SkylakeX (AVX-512)."));
 #else
   std::printf("  %-34s (this build has no OpenBLAS: install libopenblas-dev and reconfigure)\n", "OpenBLAS sgemm");
 #endif
