@@ -35,6 +35,7 @@ MINIDL_KERNEL_FILE(register_matmul_tf32_mma_cuda)            // cuda/matmul_tf32
 MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_cuda)          // cuda/matmul_tf32_wgmma.cu (sm_90a builds only)
 MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_v2_cuda)       // cuda/matmul_tf32_wgmma_v2.cu (sm_90a builds only)
 MINIDL_KERNEL_FILE(register_matmul_tf32_wgmma_v3_cuda)       // cuda/matmul_tf32_wgmma_v3.cu (sm_90a builds only)
+MINIDL_KERNEL_FILE(register_matmul_bf16_wgmma_cuda)          // cuda/matmul_bf16_wgmma.cu (sm_90a builds only)
 #endif
 MINIDL_KERNEL_FILE(register_conv_direct_cuda)  // cuda/conv_direct.cu
 MINIDL_KERNEL_FILE(register_conv_im2col_cuda)  // cuda/conv_im2col.cu

@@ -57,6 +57,8 @@
 // Not done: TMA or cp.async.bulk with mbarriers and a producer warpgroup (setmaxnreg); 2-block clusters
 // with TMA multicast (halves the L2 reads, what cuBLAS does); block rasterization for L2 reuse; a
 // persistent grid; an epilogue staged through shared memory.
+#include <cuda_bf16.h>
+
 #include "core/tensor.h"
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
@@ -84,8 +86,9 @@ constexpr size_t kSmemBytes = sizeof(float) * kStages * (kTileA + kTileB) + 1024
 
 // ---------------------------------------------------------------- the pre-pass: op(X) into K-major rows
 
-// dst[r][mn][k] = op(X_r)(mn, k) for k < k_extent, 0 for k_extent <= k < ldk (rows of ldk floats, ldk a
-// multiple of 4, so every row is 16-byte aligned). Block: a 32 (mn) x 32 (k) tile, 32 x 8 threads, each
+// dst[r][mn][k] = op(X_r)(mn, k) for k < k_extent, 0 for k_extent <= k < ldk (rows of ldk elements of
+// type Out, ldk a multiple of 16 bytes' worth, so every row is 16-byte aligned). Out is float (the TF32
+// kernels) or __nv_bfloat16 (bf16_wgmma: the pre-pass also rounds each value to bfloat16, to nearest even). Block: a 32 (mn) x 32 (k) tile, 32 x 8 threads, each
 // thread 4 elements. It reads along the stored rows (lanes on consecutive addresses: along mn for an
 // MN-contiguous X, along k for a K-contiguous one) into tile[mn][k], and writes along k. The row of 33
 // floats puts tile[mn][k] in bank (33 mn + k) % 32 = (mn + k) % 32: both the transposing writes (lanes
@@ -93,15 +96,18 @@ constexpr size_t kSmemBytes = sizeof(float) * kStages * (kTileA + kTileB) + 1024
 // number of k tiles (at most 65535): blocks then step through k tiles gridDim.y apart.
 constexpr int kPackTile = 32, kPackRows = 8;
 
-template <bool K_CONTIG>
+__device__ __forceinline__ float from_float(float v, float*) { return v; }
+__device__ __forceinline__ __nv_bfloat16 from_float(float v, __nv_bfloat16*) { return __float2bfloat16_rn(v); }
+
+template <bool K_CONTIG, class Out>
 __global__ void __launch_bounds__(kPackTile * kPackRows)
-    pack_k_major_kernel(const float* x, int64_t ld, int64_t stride, int mn_extent, int k_extent, float* dst,
+    pack_k_major_kernel(const float* x, int64_t ld, int64_t stride, int mn_extent, int k_extent, Out* dst,
                         int64_t ldk, int64_t dst_stride) {
   __shared__ float tile[kPackTile][kPackTile + 1];  // tile[mn][k]
   const int tx = static_cast<int>(threadIdx.x) % kPackTile, ty = static_cast<int>(threadIdx.x) / kPackTile;
   const int64_t r = blockIdx.z;  // batch entry
   const Operand src = cuda::make_operand(x, ld, stride, r, mn_extent, k_extent, false);
-  float* out = dst + r * dst_stride;
+  Out* out = dst + r * dst_stride;
   const int mn0 = static_cast<int>(blockIdx.x) * kPackTile;
   const int k_tiles = static_cast<int>((ldk + kPackTile - 1) / kPackTile);
   for (int kt = static_cast<int>(blockIdx.y); kt < k_tiles; kt += static_cast<int>(gridDim.y)) {
@@ -116,35 +122,44 @@ __global__ void __launch_bounds__(kPackTile * kPackRows)
 #pragma unroll
     for (int i = 0; i < kPackTile; i += kPackRows) {
       const int mn = ty + i, k = tx;  // lanes along k
-      if (mn0 + mn < mn_extent && k0 + k < ldk) out[static_cast<int64_t>(mn0 + mn) * ldk + k0 + k] = tile[mn][k];
+      if (mn0 + mn < mn_extent && k0 + k < ldk) out[static_cast<int64_t>(mn0 + mn) * ldk + k0 + k] = from_float(tile[mn][k], out);
     }
     __syncthreads();  // every read of tile done before the next k tile overwrites it
   }
 }
 
-// A K-major copy of one operand, for all batch entries: entry r at storage + r * stride, rows of ld floats.
+// A K-major copy of one operand, for all batch entries: entry r at storage + r * stride, rows of ld
+// elements (float32, or bfloat16 for bf16_wgmma).
 struct KMajorCopy {
   Tensor storage;  // scratch from the caching allocator; must live until the GEMM kernel is queued
   int64_t ld = 0, stride = 0;
 };
 
 // Queues the pre-pass for operand x (stored rows of ld floats, batch stride `stride`, K-contiguous or
-// not) of the "MN x K" view op(X) [mn_extent, K]. A batch stride of 0 (one matrix for every entry)
-// stays 0: one copy.
+// not) of the "MN x K" view op(X) [mn_extent, K], into rows of `dtype` (float32 or bfloat16) padded to
+// 16 bytes. A batch stride of 0 (one matrix for every entry) stays 0: one copy.
 KMajorCopy pack_k_major(const float* x, int64_t ld, int64_t stride, bool k_contig, int64_t batch, int64_t mn_extent,
-                        int64_t K, int device) {
+                        int64_t K, int device, DType dtype = DType::float32) {
   KMajorCopy c;
-  c.ld = (K + 3) / 4 * 4;
+  const int64_t per_16_bytes = 16 / static_cast<int64_t>(dtype_size(dtype));  // 4 floats, 8 bfloat16
+  c.ld = (K + per_16_bytes - 1) / per_16_bytes * per_16_bytes;
   const int64_t entries = stride == 0 ? 1 : batch;
   c.stride = stride == 0 ? 0 : mn_extent * c.ld;
-  c.storage = empty({entries * mn_extent * c.ld}, TensorOptions(DType::float32, Device::cuda(device)));
+  c.storage = empty({entries * mn_extent * c.ld}, TensorOptions(dtype, Device::cuda(device)));
   const int64_t k_tiles = (c.ld + kPackTile - 1) / kPackTile;
   const dim3 grid(static_cast<unsigned>((mn_extent + kPackTile - 1) / kPackTile),
                   static_cast<unsigned>(std::min<int64_t>(k_tiles, 65535)), static_cast<unsigned>(entries));
-  auto* kernel = k_contig ? pack_k_major_kernel<true> : pack_k_major_kernel<false>;
-  kernel<<<grid, kPackTile * kPackRows, 0, cuda::stream(device)>>>(x, ld, stride, static_cast<int>(mn_extent),
-                                                                    static_cast<int>(K), c.storage.data<float>(),
-                                                                    c.ld, c.stride);
+  const int mn = static_cast<int>(mn_extent), k = static_cast<int>(K);
+  cudaStream_t s = cuda::stream(device);
+  const unsigned threads = kPackTile * kPackRows;
+  if (dtype == DType::bfloat16) {
+    auto* dst = static_cast<__nv_bfloat16*>(c.storage.raw_data());
+    auto* kernel = k_contig ? pack_k_major_kernel<true, __nv_bfloat16> : pack_k_major_kernel<false, __nv_bfloat16>;
+    kernel<<<grid, threads, 0, s>>>(x, ld, stride, mn, k, dst, c.ld, c.stride);
+  } else {
+    auto* kernel = k_contig ? pack_k_major_kernel<true, float> : pack_k_major_kernel<false, float>;
+    kernel<<<grid, threads, 0, s>>>(x, ld, stride, mn, k, c.storage.data<float>(), c.ld, c.stride);
+  }
   MINIDL_LAUNCH_CHECK();
   return c;
 }
@@ -178,6 +193,24 @@ cuda::KMajorGemm cuda::k_major_gemm(const GemmBatch& g, int device) {
   }
   MINIDL_CHECK(g.K == 0 || (!nt.trans_a && nt.trans_b && nt.vec_a && nt.vec_b),
                "k_major_gemm: the packed operands are not K-major with 16-byte aligned rows");
+  return km;
+}
+
+// op(A) and op(B)^T cast to bfloat16, K-major, rows padded to 16 bytes: declared in cuda/sgemm_common.cuh,
+// for bf16_wgmma. Both operands are always packed (the cast needs a pass anyway); K = 0 packs nothing.
+cuda::KMajorBf16 cuda::k_major_bf16(const GemmBatch& g, int device) {
+  KMajorBf16 km;
+  if (g.K == 0) return km;
+  KMajorCopy a = pack_k_major(g.A, g.lda, g.stride_a, !g.trans_a, g.batch, g.M, g.K, device, DType::bfloat16);
+  KMajorCopy b = pack_k_major(g.B, g.ldb, g.stride_b, g.trans_b, g.batch, g.N, g.K, device, DType::bfloat16);
+  km.A = a.storage.raw_data();
+  km.lda = a.ld;
+  km.stride_a = a.stride;
+  km.B = b.storage.raw_data();
+  km.ldb = b.ld;
+  km.stride_b = b.stride;
+  km.a_storage = std::move(a.storage);
+  km.b_storage = std::move(b.storage);
   return km;
 }
 

@@ -57,10 +57,8 @@
 //    into or arrived on before it exists) and before exiting (so no arrival targets a finished block).
 //    The grid's row tiles are rounded up to an even count; a padding block multiplies zeros (its A box
 //    lies outside the matrix) and writes nothing. kClusterM = 1 gives the same kernel without clusters.
-#include <cuda.h>  // CUtensorMap and its enums (types only: no libcuda function is linked)
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
-
 #include "core/tensor.h"
+#include "cuda/hopper_tma.cuh"
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 
@@ -96,140 +94,6 @@ static_assert(kClusterM >= 1 && kClusterM <= 8 && kBN % (8 * kClusterM) == 0,
 constexpr size_t kTileBytes = sizeof(float) * kStages * (kTileA + kTileB);
 constexpr size_t kSmemBytes = kTileBytes + 2 * kStages * sizeof(uint64_t) + 1024;
 
-// ---------------------------------------------------------------- mbarrier and TMA (sm_90)
-// An mbarrier is a 64-bit word in shared memory counting arrivals (and, with expect_tx, bytes still to
-// land) for its current phase; when both reach zero the phase completes and the next one begins.
-// try_wait.parity P returns true once the phase of parity P has completed, i.e. while the current
-// phase's parity differs from P. Waiters therefore track the phase number n they need and pass n & 1.
-
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(arrivals) : "memory");
-}
-
-// Makes the initialised mbarriers visible to the async proxy (the TMA unit) and to the other threads
-// of the cluster (with the cluster_sync that follows).
-__device__ __forceinline__ void fence_mbarrier_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-
-// One arrival plus `bytes` more bytes this phase must see land (the TMA copies signal them).
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile(
-      "{\n"
-      ".reg .b64 state;\n"
-      "mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n"
-      "}\n" ::"r"(bar),
-      "r"(bytes)
-      : "memory");
-}
-
-// The same location in block `rank` of the cluster, as a shared::cluster address.
-__device__ __forceinline__ uint32_t cluster_address(uint32_t bar, uint32_t rank) {
-  uint32_t remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(rank));
-  return remote;
-}
-
-// One arrival on an mbarrier of any block of the cluster (bar from cluster_address), releasing this
-// thread's earlier work to whoever waits on it.
-__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-  return rank;
-}
-
-// A barrier for every thread of every block of the cluster, ordering memory at cluster scope (the
-// .aligned form: each warp converged first).
-__device__ __forceinline__ void cluster_sync() {
-  __syncwarp();
-  asm volatile(
-      "barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;\n" ::
-          : "memory");
-}
-
-// CLUSTER: acquire at cluster scope (the empty barriers, which consumer warps of the other blocks arrive
-// on); otherwise at block scope (the full barriers, completed by TMA bytes).
-template <bool CLUSTER>
-__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  if constexpr (CLUSTER)
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  else
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  return done != 0;
-}
-
-__device__ __forceinline__ uint64_t globaltimer_ns() {
-  uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-  return t;
-}
-
-// Waits until the phase of the given parity has completed. No wait in this kernel lasts more than
-// microseconds; one that lasts 10 seconds is a wrong parity or byte count, and traps (the launch then
-// fails with an error) instead of hanging the GPU.
-constexpr uint64_t kHangNs = 10'000'000'000ull;
-template <bool CLUSTER = false>
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  if (mbar_try_wait<CLUSTER>(bar, parity)) return;
-  const uint64_t start = globaltimer_ns();
-  while (!mbar_try_wait<CLUSTER>(bar, parity))
-    if (globaltimer_ns() - start > kHangNs) __trap();
-}
-
-// Copies the box at coordinates (k, row, entry) of the tensor map (innermost coordinate first) into
-// shared memory at dst; the bytes count towards bar's transaction. Parts of the box outside the tensor
-// are written as zeros (and counted too: the full box size always lands).
-__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, uint32_t bar, int k, int row,
-                                            int entry) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(entry), "r"(bar)
-      : "memory");
-}
-
-// The same box written into every block of the cluster in `blocks` (bit i: rank i), at the same offset
-// dst, each copy counting towards the mbarrier at offset bar of its block.
-__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, uint32_t bar, int k,
-                                                      int row, int entry, uint16_t blocks) {
-  asm volatile(
-      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(k), "r"(row), "r"(entry), "r"(bar), "h"(blocks)
-      : "memory");
-}
-
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-
 // ---------------------------------------------------------------- the GEMM kernel
 
 // g as run_tf32_wgmma_v3 rewrote it (A stored [M, K], B stored [N, K], both K-major); map_a and map_b
@@ -258,34 +122,34 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(cuda::smem_address(&full[s]), 1);
-      mbar_init(cuda::smem_address(&empty[s]), kReleases);
+      cuda::mbar_init(cuda::smem_address(&full[s]), 1);
+      cuda::mbar_init(cuda::smem_address(&empty[s]), kReleases);
     }
-    fence_mbarrier_init();
+    cuda::fence_mbarrier_init();
   }
   // Every block's barriers are initialised before any block copies into or arrives on them. The last
   // barrier until the end: from here on the warpgroups meet only at the mbarriers.
-  cluster_sync();
+  cuda::cluster_sync();
 
   if (wg == 0) {  // the producer
-    setmaxnreg_dec<kProducerRegs>();
+    cuda::setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) {
       const int entry_a = g.stride_a == 0 ? 0 : r, entry_b = g.stride_b == 0 ? 0 : r;
-      const int q = static_cast<int>(cluster_rank());  // copies B tile rows q kBoxB .. (q + 1) kBoxB - 1
+      const int q = static_cast<int>(cuda::cluster_rank());  // copies B tile rows q kBoxB .. (q + 1) kBoxB - 1
       for (int t = 0; t < slices; ++t) {
         const int s = t % kStages;
         // Slice t-4 released by every consumer warp of the cluster (this block's part of B lands in all
         // of its blocks).
-        if (t >= kStages) mbar_wait<true>(cuda::smem_address(&empty[s]), (t / kStages - 1) & 1);
+        if (t >= kStages) cuda::mbar_wait<true>(cuda::smem_address(&empty[s]), (t / kStages - 1) & 1);
         const uint32_t bar = cuda::smem_address(&full[s]);
-        mbar_arrive_expect_tx(bar, kStageBytes);  // A, and all kClusterM parts of B (the others' multicasts)
-        tma_load_3d(cuda::smem_address(tiles_a + s * kTileA), &map_a, bar, t * kBK, m0, entry_a);
-        tma_load_3d_multicast(cuda::smem_address(tiles_b + s * kTileB + q * kBoxB * kBK), &map_b, bar, t * kBK,
+        cuda::mbar_arrive_expect_tx(bar, kStageBytes);  // A, and all kClusterM parts of B (the others' multicasts)
+        cuda::tma_load_3d(cuda::smem_address(tiles_a + s * kTileA), &map_a, bar, t * kBK, m0, entry_a);
+        cuda::tma_load_3d_multicast(cuda::smem_address(tiles_b + s * kTileB + q * kBoxB * kBK), &map_b, bar, t * kBK,
                               n0 + q * kBoxB, entry_b, static_cast<uint16_t>((1u << kClusterM) - 1));
       }
     }
   } else {  // the consumers: warpgroup c owns block rows 64 c .. 64 c + 63
-    setmaxnreg_inc<kConsumerRegs>();
+    cuda::setmaxnreg_inc<kConsumerRegs>();
     const int c = wg - 1;
     const int lane = static_cast<int>(threadIdx.x) % 32;
     float acc[128];
@@ -294,7 +158,7 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
 
     for (int t = 0; t < slices; ++t) {
       const int s = t % kStages;
-      mbar_wait(cuda::smem_address(&full[s]), (t / kStages) & 1);  // slice t has landed, all of it
+      cuda::mbar_wait(cuda::smem_address(&full[s]), (t / kStages) & 1);  // slice t has landed, all of it
 
       const uint64_t desc_a = cuda::smem_descriptor_sw128(cuda::smem_address(tiles_a + s * kTileA + c * 64 * kBK));
       const uint64_t desc_b = cuda::smem_descriptor_sw128(cuda::smem_address(tiles_b + s * kTileB));
@@ -309,64 +173,24 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
       // This warp is done with slice t-1's stage: lane i tells block i of the cluster (whose producer
       // writes its part of B into this block's stage).
       if (t > 0 && lane < kClusterM)
-        mbar_arrive_cluster(cluster_address(cuda::smem_address(&empty[(t - 1) % kStages]), lane));
+        cuda::mbar_arrive_cluster(cuda::cluster_address(cuda::smem_address(&empty[(t - 1) % kStages]), lane));
     }
     cuda::wgmma_wait<0>();  // the last slice's stage is never released: nothing more is copied
     cuda::fence_accumulators(acc);
     cuda::store_m64n256_tile(acc, g, m0 + c * 64, n0, r);
   }
   // No block leaves while another may still arrive on its barriers.
-  cluster_sync();
+  cuda::cluster_sync();
 }
 
 // ---------------------------------------------------------------- the host side
-
-// cuTensorMapEncodeTiled from the driver the runtime loaded, looked up once; null when the driver is
-// older than CUDA 12.0 (then the kernel declines).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-    const cudaError_t err =
-        cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found);
-    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();  // not sticky; clear it so the next check does not report it
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  return encode;
-}
-
-// The tensor map of a K-major operand x (entry e at x + e * stride, rows of ld floats, 16-byte aligned):
-// dimensions, innermost first, (K, mn_extent, entries), boxes of 32 x box_rows x 1 landing with the
-// 128-byte swizzle; k >= K and rows >= mn_extent read as zeros. A batch stride of 0 (one matrix for every
-// entry) becomes a batch extent of 1, read at entry 0 (the kernel tests the stride).
-CUtensorMap k_major_map(PFN_cuTensorMapEncodeTiled_v12000 encode, const float* x, int64_t ld, int64_t stride,
-                        int64_t batch, int64_t mn_extent, int64_t K, int box_rows) {
-  const bool one_matrix = stride == 0;
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(K), static_cast<cuuint64_t>(mn_extent),
-                              static_cast<cuuint64_t>(one_matrix ? 1 : batch)};
-  // Byte strides of dimensions 1 and 2 (dimension 0 is contiguous); multiples of 16 as TMA requires.
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(ld) * sizeof(float),
-                                 static_cast<cuuint64_t>(one_matrix ? mn_extent * ld : stride) * sizeof(float)};
-  const cuuint32_t box[3] = {kBK, static_cast<cuuint32_t>(box_rows), 1};
-  const cuuint32_t element_strides[3] = {1, 1, 1};
-  CUtensorMap map;
-  const CUresult res = encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, const_cast<float*>(x), dims, strides, box,
-                              element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  MINIDL_CHECK(res == CUDA_SUCCESS, "tf32_wgmma_v3: cuTensorMapEncodeTiled failed (CUresult ", static_cast<int>(res),
-               ") for K ", K, ", rows ", mn_extent, ", ld ", ld, ", batch stride ", stride);
-  return map;
-}
 
 bool run_tf32_wgmma_v3(const GemmBatch& g, int device) {
   const cudaDeviceProp& prop = cuda::properties(device);
   if (!cuda::tf32_kernel_allowed(kName) || prop.major != 9 || prop.minor != 0 || !cuda::ladder_fits(g, kBM) ||
       (g.N + kBN - 1) / kBN > 65535 || kSmemBytes > prop.sharedMemPerBlockOptin)
     return false;
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = cuda::tensor_map_encoder();
   if (encode == nullptr) return false;
 
   // Both operands K-major with 16-byte aligned rows (v2's pre-pass where needed); the scratch is released
@@ -378,8 +202,10 @@ bool run_tf32_wgmma_v3(const GemmBatch& g, int device) {
   // kernel writes zeros.
   CUtensorMap map_a{}, map_b{};
   if (g.K > 0) {
-    map_a = k_major_map(encode, nt.A, nt.lda, nt.stride_a, nt.batch, nt.M, nt.K, kBM);
-    map_b = k_major_map(encode, nt.B, nt.ldb, nt.stride_b, nt.batch, nt.N, nt.K, kBoxB);
+    map_a = cuda::k_major_map(encode, nt.A, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), nt.lda, nt.stride_a,
+                              nt.batch, nt.M, nt.K, kBK, kBM, kName);
+    map_b = cuda::k_major_map(encode, nt.B, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, sizeof(float), nt.ldb, nt.stride_b,
+                              nt.batch, nt.N, nt.K, kBK, kBoxB, kName);
   }
 
   // Row tiles along x, rounded up to whole clusters (__cluster_dims__ needs gridDim.x a multiple of

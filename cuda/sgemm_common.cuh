@@ -106,6 +106,19 @@ struct KMajorGemm {
 };
 KMajorGemm k_major_gemm(const GemmBatch& g, int device);
 
+// The operands of bf16_wgmma: op(A) as bfloat16 rows [M, lda] and op(B)^T as bfloat16 rows [N, ldb],
+// K-major, lda and ldb multiples of 8 (16-byte rows), entry r at A + r * stride_a (0: one matrix for
+// every entry), rounded to nearest even by a pre-pass queued on the device's stream (the same pass as
+// k_major_gemm's, writing bfloat16). Keep the KMajorBf16 until the kernels that read it are queued.
+// Defined in cuda/matmul_tf32_wgmma_v2.cu (sm_90a builds only).
+struct KMajorBf16 {
+  const void* A = nullptr;
+  const void* B = nullptr;
+  int64_t lda = 0, ldb = 0, stride_a = 0, stride_b = 0;
+  Tensor a_storage, b_storage;
+};
+KMajorBf16 k_major_bf16(const GemmBatch& g, int device);
+
 // ---------------------------------------------------------------- the problem, on the device
 
 // One operand of one batch entry, as "MN x K" (see the top of the file). Elements with mn >= mn_extent

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# scripts/compare-torch.sh — training-step time of minidl against PyTorch eager on the same model and the
-# same GPU (PyTorch eager, and with torch.compile as an extra column): the captcha model (batch 128) and
+# scripts/compare-torch.sh — training-step time of minidl against PyTorch at its strongest settings on the
+# same model and the same GPU (PyTorch eager NCHW, channels_last, channels_last + torch.compile and, for
+# MNIST, the whole step in a CUDA graph; the table reports minidl's fastest against the fastest of
+# them): the captcha model (batch 128) and
 # the MNIST CNN (batch 64), in strict FP32 (minidl's default;
 # torch with TF32 off), with TF32 (MINIDL_TF32=1; torch --tf32 1) and in BF16 mixed precision (minidl
 # --precision bf16; torch --amp bf16, i.e. torch.autocast), plus MNIST on the CPU. Both sides
@@ -11,7 +13,7 @@
 #   BUILD=build-cuda OUT=/tmp/minidl-vs-torch bash scripts/compare-torch.sh [PAIR...]
 #
 # PAIR: captcha_fp32 captcha_tf32 captcha_bf16 mnist_fp32 mnist_tf32 mnist_bf16 mnist_cpu (default: all of
-# them), and the whole
+# them), mnist_cpu2 (the CPU pair with OMP_NUM_THREADS=2 on both sides), and the whole
 # training epochs mnist_epoch_64 and mnist_epoch_1024 (asked for by name): `mnist train --epochs 3` with
 # the images resident on the GPU (CUDA graphs, the default), with --host-data and with --no-cuda-graph
 # (eager steps), against scripts/torch_mnist_train.py with its data
@@ -25,14 +27,14 @@
 #            how the script's own logic is tried on a machine without a GPU
 #   STEPS, WARMUP, CPU_STEPS  timed and warm-up steps (default 100, 20; 10 and 2 on the CPU)
 #   CAPTCHA_BATCH, MNIST_BATCH  batch sizes (default 128 and 64, the issues' and `mnist train`'s)
-#   TORCH_FLAGS  extra flags for both torch step scripts (e.g. "--channels-last" or "--adam fused")
-#   TORCH_COMPILE=0  skip the torch.compile column (GPU pairs run the torch script a second time with
-#            --compile, 50 warm-up steps and twice the time limit, for the compilation; a model or
-#            machine where torch.compile fails shows "failed" there, its log says why)
+#   TORCH_FLAGS  extra flags for every torch step run
+#   TORCH_ADAM   the Adam of the torch GPU runs (default fused, the fastest)
+#   TORCH_COMPILE=0  skip the channels_last + torch.compile column (50 warm-up steps and twice the time
+#            limit, for the compilation; where torch.compile fails the cell shows "-", its log says why)
 #   DATA     the MNIST folder for the epoch pairs (default data/mnist)
 #   DRY_RUN=1    print the commands instead of running them (then the table says "not run")
-# Each command runs under `timeout`; a run that fails or times out shows "failed" in the table and its
-# log says why. Wall time on the H200: 96 s.
+# Each command runs under `timeout`; a run that fails or times out shows "-" in the table and its log
+# says why. Wall time on an H100: docs/results/README.md.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${BUILD:-build-cuda}/bin
@@ -68,27 +70,65 @@ run() {  # run NAME SECONDS [VAR=VALUE...] COMMAND...: logs to $out/NAME.log
   return $rc
 }
 
-# pair NAME MODEL BATCH PRECISION DEVICE LIMIT: minidl's bench, then torch's, on the same settings.
+# Which settings each side runs (the table reports each, and the fastest of each side against the other's):
+#   minidl        its bench with its defaults (eager steps)
+#   minidl_graph  --cuda-graph: the step replayed from a CUDA graph, as `train` runs it on a GPU by default
+#                 (only where the program's bench has the flag)
+#   torch         eager, NCHW (PyTorch's default memory format)
+#   torch_cl      eager, channels_last (NHWC convolutions)
+#   torch_cl_compile  channels_last + torch.compile (50 warm-up steps for the compilation, twice the limit)
+#   torch_graph, torch_cl_graph  (MNIST) the whole step, fused capturable Adam included, in one CUDA graph,
+#                 NCHW and channels_last
+# Every PyTorch GPU run uses fused Adam (TORCH_ADAM, default fused) and cuDNN's benchmark mode; on the CPU
+# PyTorch runs eager with its default Adam, NCHW and channels_last.
+torch_adam=${TORCH_ADAM:-fused}
+has_flag() {  # has_flag PROGRAM FLAG: whether `PROGRAM bench --help` lists FLAG
+  [ "$dry_run" = 1 ] && return 0
+  "$bin/$1" bench --help 2>/dev/null | grep -q -- "$2"
+}
+
+# pair NAME MODEL BATCH PRECISION DEVICE LIMIT [VAR=VALUE...]: minidl's bench, then torch's, on the same
+# settings; the VAR=VALUE pairs (e.g. OMP_NUM_THREADS=2) go to both sides' environment.
 pair() {
   local name=$1 model=$2 batch=$3 precision=$4 device=$5 limit=$6
-  local n=$steps w=$warmup tf32=0 minidl_precision=() amp=off
-  [ "$device" = cpu ] && n=$cpu_steps && w=2
+  shift 6
+  local env_both=("$@")
+  local n=$steps w=$warmup tf32=0 minidl_precision=() amp=off adam=(--adam "$torch_adam")
+  [ "$device" = cpu ] && n=$cpu_steps && w=2 && adam=()
   [ "$precision" = tf32 ] && tf32=1
   [ "$precision" = bf16 ] && minidl_precision=(--precision bf16) && amp=bf16
-  rm -f "$out/${name}_minidl.json" "$out/${name}_torch.json"
-  run "${name}_minidl" "$limit" MINIDL_TF32=$tf32 "$bin/$model" bench --device "$device" --batch "$batch" \
-    --warmup "$w" --steps "$n" "${minidl_precision[@]}" --json "$out/${name}_minidl.json"
-  # shellcheck disable=SC2086  # TORCH_FLAGS is a list of flags
-  run "${name}_torch" "$limit" "$python" "$here/torch_${model}_bench.py" --device "$device" --batch "$batch" \
-    --warmup "$w" --steps "$n" --tf32 $tf32 --amp $amp --json "$out/${name}_torch.json" $torch_flags
-  rm -f "$out/${name}_torch_compiled.json"
-  if [ "$torch_compile" = 1 ] && [ "$device" != cpu ]; then
-    # shellcheck disable=SC2086
-    run "${name}_torch_compiled" "$((2 * limit))" "$python" "$here/torch_${model}_bench.py" --device "$device" \
-      --batch "$batch" --warmup 50 --steps "$n" --tf32 $tf32 --amp $amp --compile \
-      --json "$out/${name}_torch_compiled.json" $torch_flags
+  rm -f "$out/${name}"_minidl*.json "$out/${name}"_torch*.json
+  local minidl_cmd=("$bin/$model" bench --device "$device" --batch "$batch" --warmup "$w" --steps "$n"
+                    "${minidl_precision[@]}")
+  run "${name}_minidl" "$limit" "${env_both[@]}" MINIDL_TF32=$tf32 "${minidl_cmd[@]}" --json "$out/${name}_minidl.json"
+  if [ "$device" != cpu ] && has_flag "$model" --cuda-graph; then
+    run "${name}_minidl_graph" "$limit" MINIDL_TF32=$tf32 "${minidl_cmd[@]}" --cuda-graph \
+      --json "$out/${name}_minidl_graph.json"
   fi
-  rows+=("$model|$batch|$precision|$device|$out/${name}_minidl.json|$out/${name}_torch.json|$out/${name}_torch_compiled.json")
+  local torch_cmd=("$python" "$here/torch_${model}_bench.py" --device "$device" --batch "$batch" --tf32 $tf32
+                   --amp $amp "${adam[@]}")
+  # shellcheck disable=SC2086  # TORCH_FLAGS is a list of flags
+  run "${name}_torch" "$limit" "${env_both[@]}" "${torch_cmd[@]}" --warmup "$w" --steps "$n" \
+    --json "$out/${name}_torch.json" $torch_flags
+  # shellcheck disable=SC2086
+  run "${name}_torch_cl" "$limit" "${env_both[@]}" "${torch_cmd[@]}" --warmup "$w" --steps "$n" --channels-last \
+    --json "$out/${name}_torch_cl.json" $torch_flags
+  if [ "$device" != cpu ]; then
+    if [ "$torch_compile" = 1 ]; then
+      # shellcheck disable=SC2086
+      run "${name}_torch_cl_compile" "$((2 * limit))" "${torch_cmd[@]}" --warmup 50 --steps "$n" --channels-last \
+        --compile --json "$out/${name}_torch_cl_compile.json" $torch_flags
+    fi
+    if [ "$model" = mnist ]; then
+      # shellcheck disable=SC2086
+      run "${name}_torch_graph" "$limit" "${torch_cmd[@]}" --warmup "$w" --steps "$n" --cuda-graph \
+        --json "$out/${name}_torch_graph.json" $torch_flags
+      # shellcheck disable=SC2086
+      run "${name}_torch_cl_graph" "$limit" "${torch_cmd[@]}" --warmup "$w" --steps "$n" --channels-last \
+        --cuda-graph --json "$out/${name}_torch_cl_graph.json" $torch_flags
+    fi
+  fi
+  rows+=("$model|$batch|$precision|$device${env_both[*]:+ (${env_both[*]})}|$out/$name")
 }
 
 # epochs NAME BATCH LIMIT: three epochs of `mnist train` (resident, then --host-data) and of the PyTorch
@@ -122,18 +162,24 @@ for p in "${pairs[@]}"; do
     mnist_tf32) pair mnist_tf32 mnist "$mnist_batch" tf32 "$gpu" 40 ;;
     mnist_bf16) pair mnist_bf16 mnist "$mnist_batch" bf16 "$gpu" 40 ;;
     mnist_cpu) pair mnist_cpu mnist "$mnist_batch" fp32 cpu 60 ;;
+    mnist_cpu2) pair mnist_cpu2 mnist "$mnist_batch" fp32 cpu 60 OMP_NUM_THREADS=2 ;;
     mnist_epoch_64) epochs mnist_epoch_64 64 60 ;;
     mnist_epoch_1024) epochs mnist_epoch_1024 1024 60 ;;
-    *) echo "unknown pair '$p' (known: captcha_fp32 captcha_tf32 captcha_bf16 mnist_fp32 mnist_tf32 mnist_bf16 mnist_cpu" \
+    *) echo "unknown pair '$p' (known: captcha_fp32 captcha_tf32 captcha_bf16 mnist_fp32 mnist_tf32 mnist_bf16 mnist_cpu mnist_cpu2" \
             "mnist_epoch_64 mnist_epoch_1024)" >&2 ;;
   esac
 done
 
-# The table: mean ms/step of each side and minidl / torch (below 1: minidl is faster).
+# The table: mean ms/step of every setting of each side, then the fastest minidl setting against the
+# fastest PyTorch setting (below 1: minidl is faster), naming both.
 if [ ${#rows[@]} -gt 0 ]; then
 "$python" - "${rows[@]}" <<'EOF' | tee "$out/table.md"
 import json
 import sys
+
+MINIDL = [("minidl", "minidl eager"), ("minidl_graph", "minidl graph")]
+TORCH = [("torch", "torch NCHW"), ("torch_cl", "torch CL"), ("torch_cl_compile", "torch CL+compile"),
+         ("torch_graph", "torch graph"), ("torch_cl_graph", "torch CL+graph")]
 
 
 def mean_ms(path):
@@ -144,23 +190,24 @@ def mean_ms(path):
         return None
 
 
-def cell(ms):
-    return "%.2f" % ms if ms is not None else "failed / not run"
+def fastest(times, settings):
+    ran = [(times[key], label) for key, label in settings if times[key] is not None]
+    return min(ran) if ran else (None, "-")
 
 
-def ratio(ours, theirs):
-    return "%.2f" % (ours / theirs) if ours is not None and theirs else "-"
-
-
-print("| model | batch | precision | device | minidl ms/step | torch ms/step | minidl / torch "
-      "| torch.compile ms/step | minidl / compiled |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+columns = [label for _, label in MINIDL + TORCH]
+print("| model | batch | precision | device | " + " | ".join(columns) + " | fastest minidl / fastest torch |")
+print("| --- | --- | --- | --- |" + " --- |" * len(columns) + " --- |")
 for row in sys.argv[1:]:
-    model, batch, precision, device, ours_path, theirs_path, compiled_path = row.split("|")
-    ours, theirs, compiled = mean_ms(ours_path), mean_ms(theirs_path), mean_ms(compiled_path)
-    print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-        model, batch, precision, device, cell(ours), cell(theirs), ratio(ours, theirs),
-        cell(compiled) if device != "cpu" else "not run (CPU)", ratio(ours, compiled)))
+    model, batch, precision, device, prefix = row.split("|")
+    times = {key: mean_ms("%s_%s.json" % (prefix, key)) for key, _ in MINIDL + TORCH}
+    cells = ["%.2f" % times[key] if times[key] is not None else "-" for key, _ in MINIDL + TORCH]
+    ours, ours_label = fastest(times, MINIDL)
+    theirs, theirs_label = fastest(times, TORCH)
+    ratio = "%.2f (%s / %s)" % (ours / theirs, ours_label, theirs_label) if ours and theirs else "-"
+    print("| %s | %s | %s | %s | %s | %s |" % (model, batch, precision, device, " | ".join(cells), ratio))
+print()
+print("(-: not run for this row, or failed: its log in this folder says which)")
 EOF
 fi
 

@@ -6,7 +6,9 @@ was meant (a marked region edited, a worked example's output changed), this scri
   - every ```cpp block after `<!-- snippet: PATH#NAME -->` with the region between `// [doc:NAME]` and
     `// [/doc:NAME]` of PATH (common indentation removed; preprocessor lines kept in column 0);
   - every ```text block after `<!-- output: NAME -->` with what `BUILD/bin/course_example NAME` prints.
-Then read the diff: the prose around a quote may need to change too. With --links it also moves every
+Then read the diff: the prose around a quote may need to change too. Figures in the prose marked
+`<!-- checked: ... -->` are not rewritten: `python3 scripts/check-course-figures.py BUILD/bin` names each
+one that no longer holds (ctest course_figures), for a person to correct. With --links it also moves every
 line-range link (PATH#L10-L20) whose name moved: it runs the links test of BUILD/bin/minidl_tests and shifts
 each range it reports by the distance to the name's definition, keeping the range's length (read the diff:
 a definition that grew or shrank needs a new end line).

@@ -40,6 +40,10 @@ def add_common_flags(parser, batch):
     parser.add_argument("--compile", action="store_true",
                         help="run the model through torch.compile (default mode); the warm-up steps include the "
                              "compilation, so give it enough of them (default: eager)")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="capture the whole step (forward, loss, backward and a capturable fused Adam) in one "
+                             "torch.cuda.CUDAGraph after the warm-up and replay it (PyTorch's whole-network "
+                             "capture recipe); GPU only (default: eager steps)")
     parser.add_argument("--seed", type=int, default=1, help="seed of initialisation, dropout and the batch")
     parser.add_argument("--json", default="", help="write the settings and times as one JSON object to FILE")
 
@@ -51,6 +55,11 @@ def check_flags(parser, args):
         parser.error("--warmup must be at least 0")
     if args.steps < 1:
         parser.error("--steps must be at least 1")
+    if args.cuda_graph and args.compile:
+        parser.error("--cuda-graph and --compile are separate settings here (compile's own graphs are its "
+                     "mode='reduce-overhead'); give one of them")
+    if args.cuda_graph and args.adam not in ("default", "fused"):
+        parser.error("--cuda-graph captures a capturable fused Adam; --adam %s cannot be captured" % args.adam)
 
 
 def choose_device(flag):
@@ -69,9 +78,10 @@ def set_precision(tf32):
 
 
 def autocast(args, device):
-    """The context for the forward pass and the loss: BF16 autocast with --amp bf16, else nothing."""
+    """The context for the forward pass and the loss: BF16 autocast with --amp bf16, else nothing.
+    Under --cuda-graph autocast's cast cache is off, as torch.cuda.graph requires."""
     if args.amp == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=not args.cuda_graph)
     return contextlib.nullcontext()
 
 
@@ -80,15 +90,44 @@ def maybe_compile(model, args):
     return torch.compile(model) if args.compile else model
 
 
-def make_adam(params, lr, which):
+def make_adam(params, lr, which, capturable=False):
+    """torch.optim.Adam as --adam asks; capturable=True (for --cuda-graph) gives the fused, capturable one,
+    whose step count and learning rate live on the GPU so a replayed graph updates them."""
     kwargs = {"lr": lr}
-    if which == "foreach":
+    if capturable:
+        kwargs["fused"] = True
+        kwargs["capturable"] = True
+    elif which == "foreach":
         kwargs["foreach"] = True
     elif which == "single":
         kwargs["foreach"] = False
     elif which == "fused":
         kwargs["fused"] = True
     return torch.optim.Adam(params, **kwargs)
+
+
+def graphed(device, forward_backward, optimizer, warmup):
+    """PyTorch's whole-network capture: `warmup` eager steps on a side stream (cuDNN's autotuning, the
+    allocator and Adam's state settle there), then one capture of forward_backward() + optimizer.step()
+    into a CUDAGraph. Returns (step, last_loss): step() replays the graph; last_loss() is the loss
+    tensor the replays rewrite. The gradients are set to None before the capture, so the captured
+    backward allocates them from the graph's private pool and every replay rewrites them."""
+    if device.type != "cuda":
+        raise SystemExit("torch bench: --cuda-graph needs a CUDA device; this run is on %s" % device)
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(max(warmup, 3)):
+            optimizer.zero_grad(set_to_none=True)
+            forward_backward()
+            optimizer.step()
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    optimizer.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = forward_backward()
+        optimizer.step()
+    return graph.replay, lambda: static_loss
 
 
 def synchronize(device):
@@ -103,9 +142,11 @@ def print_environment(program, device, args):
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU"
     print("device %s (%s), batch %d" % (device, name, args.batch))
     print("torch.backends.cuda.matmul.allow_tf32 = %s, torch.backends.cudnn.allow_tf32 = %s, "
-          "torch.backends.cudnn.benchmark = %s, channels_last = %s, Adam %s, AMP %s, torch.compile %s" % (
+          "torch.backends.cudnn.benchmark = %s, channels_last = %s, Adam %s, AMP %s, torch.compile %s, "
+          "CUDA graph %s" % (
               torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-              torch.backends.cudnn.benchmark, args.channels_last, args.adam, args.amp, args.compile))
+              torch.backends.cudnn.benchmark, args.channels_last, args.adam, args.amp, args.compile,
+              args.cuda_graph))
     return name
 
 
@@ -155,6 +196,7 @@ def report(program, model_name, device, device_name, args, times, last_loss):
         "adam": args.adam,
         "amp": args.amp,
         "compile": bool(args.compile),
+        "cuda_graph": bool(args.cuda_graph),
         "mean_ms": mean_ms,
         "median_ms": median_ms,
         "min_ms": min_ms,

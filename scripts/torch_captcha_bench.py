@@ -3,7 +3,7 @@
 
     python3 scripts/torch_captcha_bench.py [--device auto|cpu|cuda] [--batch 128] [--warmup 20] [--steps 100]
         [--tf32 0|1] [--cudnn-benchmark 0|1] [--channels-last] [--adam default|foreach|single|fused]
-        [--amp off|bf16] [--compile] [--seed N] [--json FILE]
+        [--amp off|bf16] [--compile | --cuda-graph] [--seed N] [--json FILE]
 
 The model is examples/captcha/model.h with its default configuration, layer for layer:
   x [N, 3, 64, 192] -> 5 blocks of 2 x (Conv2d 3x3 padding 1 without bias, BatchNorm2d, ReLU), channels
@@ -14,7 +14,9 @@ The batch, made once on the device: pixels uniform in [0, 1), 4 random character
 the CTC blank) per image, input lengths 12, target lengths 4 (the lengths on the CPU, where PyTorch's CTC
 reads them). One step, as `captcha train` runs it: forward, F.ctc_loss(reduction='mean',
 zero_infinity=True), zero_grad(set_to_none=True), backward, Adam(lr 1e-3) step. Timing and report:
-scripts/torch_bench_common.py. Plain PyTorch and the standard library only.
+scripts/torch_bench_common.py. --cuda-graph captures the whole step; PyTorch's CTC reads the lengths on
+the host, which a capture may refuse (scripts/compare-torch.sh does not ask for it here).
+Plain PyTorch and the standard library only.
 """
 
 import sys
@@ -81,7 +83,7 @@ def main():
     parameters = sum(p.numel() for p in model.parameters())
     print("model: %d parameters (minidl's: %d)%s" % (
         parameters, MINIDL_PARAMETERS, "" if parameters == MINIDL_PARAMETERS else "  MISMATCH"))
-    optimizer = common.make_adam(model.parameters(), 1e-3, args.adam)
+    optimizer = common.make_adam(model.parameters(), 1e-3, args.adam, capturable=args.cuda_graph)
 
     n = args.batch
     inputs = torch.rand(n, 3, HEIGHT, WIDTH, device=device).contiguous(memory_format=memory_format)
@@ -94,17 +96,23 @@ def main():
               n, HEIGHT, WIDTH, steps_t, LABEL_LENGTH, args.warmup, args.steps))
     sys.stdout.flush()
 
-    last = {}
-
-    def step():
+    def forward_backward():
         with common.autocast(args, device):
             log_probs = step_model(inputs)
             loss = F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
                               zero_infinity=True)
-        optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
-        last["loss"] = loss
+        return loss
+
+    last = {}
+    if args.cuda_graph:
+        step, last_loss = common.graphed(device, forward_backward, optimizer, args.warmup)
+        last["loss"] = last_loss()
+    else:
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            last["loss"] = forward_backward()
+            optimizer.step()
 
     times = common.time_steps(device, args.warmup, args.steps, step)
     common.report(program, "captcha", device, device_name, args, times, last["loss"].item())

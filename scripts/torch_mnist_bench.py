@@ -3,7 +3,7 @@
 
     python3 scripts/torch_mnist_bench.py [--device auto|cpu|cuda] [--batch 64] [--warmup 20] [--steps 100]
         [--tf32 0|1] [--cudnn-benchmark 0|1] [--channels-last] [--adam default|foreach|single|fused]
-        [--amp off|bf16] [--compile] [--seed N] [--json FILE]
+        [--amp off|bf16] [--compile | --cuda-graph] [--seed N] [--json FILE]
 
 The model is examples/mnist/model.h (PyTorch's MNIST example's CNN), layer for layer:
   x [N, 1, 28, 28] -> Conv2d(1, 32, 3), ReLU -> Conv2d(32, 64, 3), ReLU -> MaxPool2d(2) -> Dropout(0.25)
@@ -12,7 +12,9 @@ The model is examples/mnist/model.h (PyTorch's MNIST example's CNN), layer for l
 The batch, made once on the device: pixels uniform in [0, 1), labels uniform in 0..9. One step, as
 `mnist train` runs it: forward, F.cross_entropy (mean over the batch), zero_grad(set_to_none=True),
 backward, Adam step at `mnist train`'s default (peak) lr 2e-3, held constant. Timing and report:
-scripts/torch_bench_common.py. Plain PyTorch and the standard library only.
+scripts/torch_bench_common.py. --cuda-graph replays the whole step (forward, loss, backward and a
+capturable fused Adam) from one CUDA graph, as `mnist train` does on a GPU by default.
+Plain PyTorch and the standard library only.
 """
 
 import sys
@@ -56,7 +58,7 @@ def main():
     parameters = sum(p.numel() for p in model.parameters())
     print("model: %d parameters (minidl's: %d)%s" % (
         parameters, MINIDL_PARAMETERS, "" if parameters == MINIDL_PARAMETERS else "  MISMATCH"))
-    optimizer = common.make_adam(model.parameters(), LEARNING_RATE, args.adam)
+    optimizer = common.make_adam(model.parameters(), LEARNING_RATE, args.adam, capturable=args.cuda_graph)
 
     n = args.batch
     inputs = torch.rand(n, 1, 28, 28, device=device).contiguous(memory_format=memory_format)
@@ -65,16 +67,22 @@ def main():
         n, LEARNING_RATE, args.warmup, args.steps))
     sys.stdout.flush()
 
-    last = {}
-
-    def step():
+    def forward_backward():
         with common.autocast(args, device):
             logits = step_model(inputs)
             loss = F.cross_entropy(logits, targets)
-        optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
-        last["loss"] = loss
+        return loss
+
+    last = {}
+    if args.cuda_graph:
+        step, last_loss = common.graphed(device, forward_backward, optimizer, args.warmup)
+        last["loss"] = last_loss()
+    else:
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            last["loss"] = forward_backward()
+            optimizer.step()
 
     times = common.time_steps(device, args.warmup, args.steps, step)
     common.report(program, "mnist", device, device_name, args, times, last["loss"].item())

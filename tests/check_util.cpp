@@ -10,6 +10,7 @@
 #include "core/autograd.h"
 #include "core/backend.h"
 #include "core/numerics.h"
+#include "tests/agrees.h"
 
 namespace minidl {
 namespace testing {
@@ -29,15 +30,14 @@ std::string compare(const Tensor& got, const Tensor& ref, double rtol, double at
   }
   const std::vector<double> g = got.to_vector<double>(), r = ref.to_vector<double>();
   double max_err = 0;
-  int shown = 0, bad = 0, nan_mismatches = 0;
+  int shown = 0, bad = 0, nonfinite_mismatches = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     const double err = std::fabs(g[i] - r[i]);
-    // Equal values agree, infinities of the same sign included (their difference is NaN).
-    const bool ok = g[i] == r[i] || (err <= atol + rtol * std::fabs(r[i]) && !std::isnan(g[i]) == !std::isnan(r[i]));
-    if (!std::isnan(err)) max_err = std::max(max_err, err);
-    if (!ok || std::isnan(g[i]) != std::isnan(r[i])) {
+    const bool finite = std::isfinite(g[i]) && std::isfinite(r[i]);
+    if (finite) max_err = std::max(max_err, err);
+    if (!agrees(g[i], r[i], rtol, atol)) {  // tests/agrees.h: an infinity or NaN matches only itself
       ++bad;
-      if (std::isnan(err)) ++nan_mismatches;
+      if (!finite) ++nonfinite_mismatches;
       if (shown++ < 5) {
         os << "  [" << i << "]";
         if (got.dim() > 1) os << " at " << index_str(got.shape(), static_cast<int64_t>(i));
@@ -48,7 +48,8 @@ std::string compare(const Tensor& got, const Tensor& ref, double rtol, double at
   if (bad == 0) return "";
   std::ostringstream head;
   head << bad << " of " << g.size() << " elements differ (max abs error " << max_err;
-  if (nan_mismatches > 0) head << " where both are numbers; " << nan_mismatches << " with a NaN or an infinity";
+  if (nonfinite_mismatches > 0)
+    head << " where both are finite; " << nonfinite_mismatches << " with a NaN or an infinity";
   head << ", rtol " << rtol << ", atol " << atol << "):\n"
        << os.str();
   return head.str();
@@ -70,7 +71,12 @@ bool is_tf32_kernel(const std::string& name) { return name.find("tf32") != std::
 
 double tf32_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 256; }
 
+bool is_bf16_kernel(const std::string& name) { return name.find("bf16") != std::string::npos; }
+
+double bf16_atol(int64_t terms) { return std::sqrt(static_cast<double>(terms)) / 64; }
+
 Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32) {
+  if (is_bf16_kernel(name)) return {std::max(fp32.rtol, kBf16Rtol), std::max(fp32.atol, bf16_atol(terms))};
   if (!is_tf32_kernel(name)) return fp32;
   return {std::max(fp32.rtol, kTf32Rtol), std::max(fp32.atol, tf32_atol(terms))};
 }
@@ -126,9 +132,9 @@ std::string gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f
       const double right = (fp - f0) / h, left = (f0 - fm) / h;
       if (std::fabs(right - left) > 1e-3 * (1 + std::fabs(right) + std::fabs(left))) continue;  // a kink
       const double numeric = (fp - fm) / (2 * h);
-      // Round-off in the difference quotient is about 1e-16 * |L| / h; allow for it.
-      const double tolerance = atol + rtol * std::fabs(numeric) + 1e-9 * (std::fabs(f0) + 1);
-      if (std::fabs(numeric - analytic[i]) > tolerance) {
+      // Round-off in the difference quotient is about 1e-16 * |L| / h; allow for it. A numeric gradient that
+      // is not finite (the loss is NaN or infinite near x) fails, whatever the analytic one says.
+      if (!std::isfinite(numeric) || !agrees(analytic[i], numeric, rtol, atol + 1e-9 * (std::fabs(f0) + 1))) {
         if (bad < 8)
           errors << "input " << k << " element " << i << ": analytic " << analytic[i] << " numeric " << numeric
                  << "\n";

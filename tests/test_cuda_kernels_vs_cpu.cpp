@@ -382,6 +382,51 @@ TEST_CASE("cuda TF32 matmul kernels are within TF32 error of the FP32 reference"
   });
 }
 
+// BF16 kernels round their operands to bfloat16, so they serve only under --precision bf16 or when selected
+// by name; and what they compute is exactly defined: the products of the rounded operands, summed in
+// float32. So against the naive kernel run on operands rounded to bfloat16 first they must agree to
+// float32 accumulation (the FP32 tolerance), which a kernel that rounded wrongly, dropped a k-step or
+// mixed up elements would miss; against the unrounded operands they differ by BF16's error. bf16_wgmma
+// is built for sm_90a and runs on compute capability 9.0 only (an H100/H200).
+TEST_CASE("cuda BF16 matmul kernels: rounded operands, float32 sums, only when asked", "[cuda][matmul][bf16]") {
+  if (!have_gpu()) return;
+  std::vector<std::string> bf16_kernels;
+  for (const std::string& name : kernels_for("matmul", DeviceType::cuda))
+    if (is_bf16_kernel(name)) bf16_kernels.push_back(name);
+  if (bf16_kernels.empty()) {
+    WARN("no BF16 matmul kernel in this build (bf16_wgmma needs an sm_90a build)");
+    return;
+  }
+  manual_seed(14);
+  const std::vector<MatmulCase> cases = {{1, 128, 256, 64}, {1, 256, 384, 512}, {2, 130, 70, 300}, {1, 1, 1, 1},
+                                         {1, 64, 128, 9216}, {3, 17, 200, 33}, {2, 257, 129, 65}};
+  for_each_matmul_case(cases, [&](const MatmulCase& c, bool ta, bool tb) {
+    const std::pair<Tensor, Tensor> ab = matmul_operands(c, ta, tb);
+    const Tensor a = ab.first, b = ab.second;
+    const Tensor a16 = a.to(DType::bfloat16).to(DType::float32), b16 = b.to(DType::bfloat16).to(DType::float32);
+    const Tensor ref_rounded = naive_matmul(a16, b16, c, ta, tb);
+    const Tensor ref = naive_matmul(a, b, c, ta, tb);
+    for (const std::string& name : bf16_kernels) {
+      INFO("kernel " << name);
+      const Tensor ad = a.to(Device::cuda(0)), bd = b.to(Device::cuda(0));
+      {  // not asked for: declines (the plain float32 precision of this test binary)
+        SelectionReset reset;
+        reset_kernel_selection();
+        for (const KernelInfo* k : KernelRegistry::instance().all()) {
+          if (k->key != "matmul" || k->device != DeviceType::cuda || k->name != name) continue;
+          Tensor out = empty_on({c.batch, c.M, c.N}, Device::cuda(0));
+          CHECK_FALSE(reinterpret_cast<MatmulKernel*>(k->fn)(ad, bd, out, ta, tb));
+        }
+      }
+      const std::vector<float> got = cuda_matmul_with(name, ad, bd, c, ta, tb);
+      const Tensor got_t = from_vector(std::vector<double>(got.begin(), got.end()), ref.shape(), DType::float32);
+      CHECK(compare(got_t, ref_rounded, kRtol, atol_for(c.K)) == "");
+      const Tolerance tol = matmul_tolerance(name, c.K, {kRtol, atol_for(c.K)});
+      CHECK(compare(got_t, ref, tol.rtol, tol.atol) == "");
+    }
+  });
+}
+
 TEST_CASE("cuda conv2d kernels match the naive CPU kernels (all three stages)", "[cuda][conv2d]") {
   if (!have_gpu()) return;
   manual_seed(3);

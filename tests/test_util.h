@@ -21,7 +21,7 @@ std::string cuda_unavailable_reason();
 // cpu, plus cuda:0 when usable. Prints once (as a Catch2 WARN) that GPU cases are skipped otherwise.
 std::vector<Device> test_devices();
 
-// Compares got (any device) with ref elementwise: |got - ref| <= atol + rtol * |ref|.
+// Compares got (any device) with ref elementwise by agrees(g, r, rtol, atol) of tests/agrees.h.
 // Returns "" on success, otherwise a message with the max error and the first mismatches (flat index,
 // and the index per dimension for tensors of two or more dimensions).
 std::string compare(const Tensor& got, const Tensor& ref, double rtol, double atol);
@@ -73,8 +73,14 @@ double tf32_atol(int64_t terms);
 inline double tf32_atol_bound(int64_t terms, double mean_abs_product = 0.25) {
   return 1e-5 + (2.0 * static_cast<double>(terms) * mean_abs_product) / 1024;
 }
+// BF16 tensor-core kernels: their names contain "bf16" (matmul's bf16_wgmma). Their operands are rounded
+// to 7 of float32's 23 mantissa bits (to nearest: unbiased), each product off by up to 2^-8 of its size,
+// four times TF32's truncation: rtol kBf16Rtol = 2^-6, atol bf16_atol(K) = 2^-6 sqrt(K).
+bool is_bf16_kernel(const std::string& name);
+constexpr double kBf16Rtol = 1.0 / 64;
+double bf16_atol(int64_t terms);
 // The tolerance for matmul kernel `name` on sums of `terms` products: `fp32` for float32 kernels, the
-// TF32 one above for tensor-core kernels.
+// TF32 or BF16 one above for tensor-core kernels.
 Tolerance matmul_tolerance(const std::string& name, int64_t terms, Tolerance fp32);
 
 // Pooling parameters in one call: kernel (kh, kw), stride (sh, sw), padding (ph, pw).

@@ -155,6 +155,14 @@ std::string autograd() {
   std::map<const Node*, bool> seen;
   out("the graph from L (each node, then the nodes of its inputs, in input order):\n");
   print_graph(out, L.impl()->grad_fn.get(), 1, labels, seen);
+  {
+    // The walk's first step by hand: L's node given dL/dL = 1 (backward() itself is below).
+    NoGradGuard no_grad;
+    const InputGradients sent = L.impl()->grad_fn->apply(full({}, 1.0));
+    out("the walk's first step: L's node sends %g and %g to the two inputs of d*d, both d's node; pending adds them,\n"
+        "  and d's node runs once, with %g\n",
+        sent[0].item<double>(), sent[1].item<double>(), add(sent[0], sent[1]).item<double>());
+  }
   // [doc:autograd_backward]
   L.backward();  // dL/dd = 2d = 16;  dL/dc = 16;  dL/da = 16 * b + 16 = 64;  dL/db = 16 * a = 32
   // [/doc:autograd_backward]
@@ -286,6 +294,28 @@ std::string ctc() {
     out("  %c%c%c  %.3f\n", names[path[0]], names[path[1]], names[path[2]], prob);
   }
   out("  sum  %.3f\n", total);
+  // The backward kernel's gradient at t = 1 against the posterior of each class there, by brute force.
+  Tensor grad = empty({3, 1, 3}, DType::float64);
+  dispatch<CtcLossBackwardKernel>("ctc_loss.backward", Device::cpu(), log_probs, targets, lengths_in, lengths_out,
+                                  log_alpha, full({1}, 1.0, DType::float64), int64_t{0}, false, grad);
+  const std::vector<double> g = grad.to_vector<double>();
+  double posterior[3] = {0, 0, 0};
+  for (int k = 0; k < 27; ++k) {
+    const int path[3] = {k / 9, (k / 3) % 3, k % 3};
+    std::string collapsed;
+    for (int t = 0; t < 3; ++t)
+      if (path[t] != 0 && (t == 0 || path[t] != path[t - 1])) collapsed += names[path[t]];
+    if (collapsed == "ab") posterior[path[1]] += p[path[0]] * p[3 + path[1]] * p[6 + path[2]] / total;
+  }
+  bool minus = true;
+  out("at t = 1, class by class (-, a, b):\n  the backward kernel's d loss / d lp_1(k):");
+  for (int k = 0; k < 3; ++k) out("  %.4f", g[3 + k]);
+  out("\n  the posterior, P(the alignment emits k at t = 1 | it spells \"ab\"):");
+  for (int k = 0; k < 3; ++k) {
+    out("  %.4f", posterior[k]);
+    minus = minus && std::fabs(g[3 + k] + posterior[k]) < 1e-12;
+  }
+  out("\n  the gradient is minus the posterior: %s\n", minus ? "yes" : "no");
   return out.text;
 }
 

@@ -46,7 +46,7 @@ std::string values_close(const Tensor& got, const std::vector<double>& expected,
   const std::vector<double> v = got.to_vector<double>();
   std::ostringstream os;
   for (size_t i = 0; i < expected.size(); ++i)
-    if (!(std::fabs(v[i] - expected[i]) <= 1e-6 * (1 + std::fabs(expected[i])))) {
+    if (!exercise::agrees(v[i], expected[i], 1e-6, 1e-6)) {
       os << what << "[" << i << "] is " << v[i] << ", expected " << expected[i] << "\n";
     }
   return os.str();

@@ -7,7 +7,7 @@
 // output to memory: for n elements, 3 + 3 + 3 = 9n floats move (36n bytes), for 3n flops. An elementwise
 // kernel does so little arithmetic per byte that memory traffic is all that decides its time (chapter 10,
 // the roofline). One kernel that computes the whole formula reads g and y once and writes grad_x once: 3n
-// floats (12n bytes), a third of the traffic, so it should take about a third of the time.
+// floats (12n bytes). Before you run the checker, write down the speed-up you expect (the README asks).
 // That fused kernel is yours, under a new key "sigmoid_backward" with the BinaryKernel signature
 // (ops/kernel_signatures.h; relu's backward is done the same way, key "relu_backward"): a = g, b = y.
 #include "exercises/10-fused-elementwise/sigmoid_backward.h"

@@ -26,6 +26,7 @@
 
 #include "core/dispatch.h"
 #include "core/tensor.h"
+#include "tests/agrees.h"
 
 namespace minidl {
 namespace exercise {
@@ -96,6 +97,13 @@ class Checker {
   bool in_check_ = false;
   std::vector<std::string> pending_notes_;
 };
+
+// ---------------------------------------------------------------- comparing numbers
+
+// Whether a number the student's code computed matches the expected one: an infinity only the same
+// infinity, NaN only NaN, finite numbers within atol + rtol |want| (tests/agrees.h). Every checker compares
+// single numbers with it; testing::compare, for tensors, applies it to every element.
+using testing::agrees;
 
 // ---------------------------------------------------------------- calling kernels
 
