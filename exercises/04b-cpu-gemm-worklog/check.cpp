@@ -103,13 +103,20 @@ std::string check_rung(const Rung& rung, int64_t M, int64_t N, int64_t K) {
     where += str_cat("  c[", i / N, ", ", i % N, "] = ", c[i], ", expected ", expected[i], "\n");
     ++shown;
   }
-  bool any_nan = false;
-  for (int64_t i = 0; i < M * N; ++i) any_nan = any_nan || std::isnan(c[i]);
+  bool any_nan = false, wrong_all_zero = true;
+  for (int64_t i = 0; i < M * N; ++i) {
+    any_nan = any_nan || std::isnan(c[i]);
+    const double err = std::fabs(static_cast<double>(c[i]) - expected[i]);
+    if (!(err <= atol + rtol * std::fabs(expected[i]))) wrong_all_zero = wrong_all_zero && c[i] == 0.0f;
+  }
   const std::string hint =
       any_nan ? "NaN: c starts as NaN here, so an element never written (an edge row or column skipped) stays NaN, "
                 "and so does one added into (+=) before c was zeroed."
-              : "Wrong values: an index mixed up (a row stride, a tile's corner, a packed offset), or a slice of K "
-                "counted twice or skipped?";
+      : wrong_all_zero
+          ? "Every wrong element is 0: zeroed but never updated. An edge tile skipped (the rows after the last "
+            "full tile of 4 or 6, the columns after the last full 16), or a loop bound one short?"
+          : "Wrong values: an index mixed up (a row stride, a tile's corner, a packed offset), or a slice of K "
+            "counted twice or skipped?";
   return str_cat("c [", M, ", ", N, "] = a [", M, ", ", K, "] b [", K, ", ", N, "]: ", bad, " of ", M * N,
                  " elements wrong (the first below)\n", where, hint);
 }
