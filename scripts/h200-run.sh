@@ -187,9 +187,6 @@ for s in "${steps[@]}"; do
         --csv "$out/matmul_sweep_cuda.csv" --svg "$out/matmul_sweep_cuda.svg" ;;
     issue26)  # issue 26: the [cuda] tests of the new paths and memcheck over them, channels-last against NCHW
       # and eager against the CUDA graph on both examples' steps, the BF16 rung against cuBLAS, the GPU exercises
-      run i26_tests_new 200 "$bin/minidl_tests" "[memory_format],[graph],[bf16],[cuda][batch_norm],[cuda][pool],[cuda][conv2d],[ctc]"
-      run i26_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/minidl_tests" \
-        "[memory_format][cuda],[graph],[bf16]"
       for fmt in nchw nhwc; do
         MINIDL_TF32=1 run "i26_captcha_tf32_${fmt}_eager" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt
         MINIDL_TF32=1 run "i26_captcha_tf32_${fmt}_graph" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt --cuda-graph
@@ -205,6 +202,9 @@ for s in "${steps[@]}"; do
       run i26_ex6b 30 "$bin/exercise_6b_solution"
       run i26_ex6b_stub 30 "$bin/exercise_6b_stub"
       run i26_ex6_mutant 30 "$bin/exercise_6_mutant_matmul_smem_no_load_barrier" --no-bench
+      run i26_tests_new 200 "$bin/minidl_tests" "[memory_format],[graph],[bf16],[cuda][batch_norm],[cuda][pool],[cuda][conv2d],[ctc]"
+      run i26_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/minidl_tests" \
+        "[memory_format][cuda],[graph],[bf16]"
       for f in "$out"/i26_captcha_*.log "$out"/i26_mnist_*.log; do
         echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
       done
