@@ -269,6 +269,9 @@ int train(const TrainFlags& f) {
   parts.program_metadata = [] {
     return examples::Metadata{{"normalization", str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd)}};
   };
+  parts.metrics = metrics.get();  // --metrics-every: per-step records, timed from the model's creation
+  parts.metrics_every = f.metrics_every;
+  parts.started = created;
   examples::TrainingLoop loop(std::move(parts));
   if (!f.run.resume.empty()) loop.announce_resume(f.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
@@ -287,7 +290,8 @@ int train(const TrainFlags& f) {
     model->train();
     Progress progress(str_cat("epoch ", epoch, "/", f.epochs), batches);
     RunningStats stats(&guard);
-    const examples::EpochSums sums{[&] { stats.flush(); }, [&] { return stats.sums(); }};
+    const examples::EpochSums sums{[&] { stats.flush(); }, [&] { return stats.sums(); },
+                                   [&] { return std::pair(stats.mean_loss() * stats.count(), double(stats.count())); }};
     // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
     // (over every rank) are in the file: rank 0 starts from them.
     const bool resumed_mid_epoch = epoch == start.epoch + 1 && start.mid_epoch();
