@@ -1,6 +1,7 @@
 // tools/plot.cpp — the curves of tools/plot.h.
 //
-// Layout (on a Canvas, tools/plot_canvas.h): a title line, then one panel per --y name, stacked. A panel is a frame with the plot area on the
+// Layout (on a Canvas, tools/plot_canvas.h): a title line, then one panel per --y name, stacked, all with
+// the same x range. A panel is a frame with the plot area on the
 // left (y ticks and grid, x ticks below, both axis labels) and its legend on the right: one entry per
 // series (a run's key), with the series' colour and line style.
 #include "tools/plot.h"
@@ -91,18 +92,24 @@ std::string legend_text(const Series& se) {
   return se.same_as.empty() ? se.label : se.label + " (same as " + se.same_as + ")";
 }
 
-// One panel whose plot area starts at `top`; returns the height it took.
+// The x range of every panel's points: the panels share their x axis, so that they line up.
+std::pair<double, double> x_range(const std::vector<std::vector<Series>>& panels) {
+  double lo = 1e300, hi = -1e300;
+  for (const std::vector<Series>& panel : panels)
+    for (const Series& se : panel)
+      for (const auto& point : se.points) lo = std::min(lo, point.first), hi = std::max(hi, point.first);
+  return {lo, hi};
+}
+
+// One panel whose plot area starts at `top`, x from x_lo to x_hi; returns the height it took.
 double draw_panel(Canvas& c, const std::string& name, const std::vector<Series>& series, const std::string& x,
-                  double top) {
+                  double x_lo, double x_hi, double top) {
   using Anchor = Mark::Anchor;
   const double height = std::max(kPanelHeight, kLegendLine * static_cast<double>(series.size()) + 8);
   const double bottom = top + height;
-  double x_lo = 1e300, x_hi = -1e300, y_lo = 1e300, y_hi = -1e300;
+  double y_lo = 1e300, y_hi = -1e300;
   for (const Series& se : series)
-    for (const auto& [px, py] : se.points) {
-      x_lo = std::min(x_lo, px), x_hi = std::max(x_hi, px);
-      y_lo = std::min(y_lo, py), y_hi = std::max(y_hi, py);
-    }
+    for (const auto& point : se.points) y_lo = std::min(y_lo, point.second), y_hi = std::max(y_hi, point.second);
   const std::string xk = x_key(x);
   const AxisUnit xu = axis_unit(xk, x_hi), yu = axis_unit(name, y_hi);
   // Ticks and positions in the units shown (percent, minutes).
@@ -222,8 +229,10 @@ Canvas plot_canvas(const std::vector<PlotRun>& runs, const PlotOptions& o) {
   c.text(10, 22, title).font_size = 14;
   c.text(10, 40, "solid: training; dashed, open markers: held out (test_, val_); one colour per run", Mark::Anchor::start,
          "#555");
+  const auto [x_lo, x_hi] = x_range(panels);
   double top = kTitleHeight + 20;
-  for (size_t i = 0; i < panels.size(); ++i) top += draw_panel(c, o.y[i], panels[i], o.x, top) + kPanelGap;
+  for (size_t i = 0; i < panels.size(); ++i)
+    top += draw_panel(c, o.y[i], panels[i], o.x, x_lo, x_hi, top) + kPanelGap;
   c.height = top - kPanelGap + 50;
 
   size_t longest = 0;

@@ -130,8 +130,9 @@ int run_predict(const PredictArgs& a) {
       char weakest[64] = "";
       if (weak >= 0)
         std::snprintf(weakest, sizeof weakest, "  weakest: '%c' %.2f", text[weak], sure.character_probability[weak]);
-      std::printf("%s: %s  p=%.2f%s\n", path.c_str(), text.empty() ? "(nothing)" : text.c_str(),
-                  sure.text_probability, weakest);
+      char p[32];  // two decimals, or the order of magnitude of a small probability ("4e-05")
+      std::snprintf(p, sizeof p, sure.text_probability >= 0.01 ? "%.2f" : "%.0e", sure.text_probability);
+      std::printf("%s: %s  p=%s%s\n", path.c_str(), text.empty() ? "(nothing)" : text.c_str(), p, weakest);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "captcha: %s\n", e.what());
       ++failures;
