@@ -4,7 +4,7 @@
 //
 //   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
 //                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
-//                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
+//                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE [--metrics-every N]] [--save FILE]
 //                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
 //                 [--channels A,B,...] [--convs-per-block N] [--hidden N] [--gru-layers N] [--dropout P]
 //                 [--save-every N] [--resume FILE] [--resume-other-data] [--stop-after-epochs N]

@@ -3,7 +3,7 @@
 //   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE [--resume-other-data]] [--stop-after-epochs N]
-//               [--stop-after-steps N]
+//               [--stop-after-steps N] [--metrics-every N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
 //               [--target-accuracy A] [--recipe default|fast] [--model mnist_cnn|mnist_cnn_bn]
 //               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32|bf16]

@@ -12,7 +12,7 @@
 // --metrics writes per epoch: epoch, step (optimizer steps so far), images (training images this epoch),
 // train_loss, train_accuracy, test_loss and test_accuracy (val_loss and val_accuracy with --val-split),
 // seconds (the epoch's wall time, evaluation included), train_seconds, images_per_second (this
-// invocation's images / train_seconds), device, batch_size, lr.
+// invocation's images / train_seconds), device, batch_size, lr; --metrics-every N adds per-step records.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard.
 // Nothing outside the step: on a GPU the training and test images are copied there once and every batch
