@@ -64,9 +64,13 @@ double TrainingLoop::seconds_since_start() const {
 void TrainingLoop::write_step_metrics(int64_t epoch, int64_t epoch_step, int64_t run_step, const EpochSums& sums) {
   sums.flush();
   const std::pair<double, double> total = sums.loss_total();
-  if (epoch != last_metrics_epoch_ || total.second < last_loss_total_.second) last_loss_total_ = {0, 0};
+  // The window starts at the last record of this epoch, or at the epoch's start. A run resumed in the middle
+  // of an epoch holds that epoch's earlier sums too: its first record would cover more than N steps, and
+  // goes without the loss.
+  const bool new_epoch = epoch != last_metrics_epoch_ || total.second < last_loss_total_.second;
+  if (new_epoch) last_loss_total_ = {0, 0};
   last_metrics_epoch_ = epoch;
-  const double samples = total.second - last_loss_total_.second;
+  const double samples = new_epoch && epoch_step > p_.metrics_every ? 0 : total.second - last_loss_total_.second;
   nlohmann::json record = {
       {"epoch", static_cast<double>(epoch - 1) + static_cast<double>(epoch_step) / static_cast<double>(p_.batches_per_epoch)},
       {"step", run_step},

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tools/compare.h"
 #include "tools/metrics_log.h"
 #include "tools/plot.h"
 #include "tools/svg.h"
@@ -122,6 +123,10 @@ TEST_CASE("plot: per-step records draw the training loss every N steps; held-out
   o.x = "epoch";
   const std::string by_epoch = plot_svg(runs, o);
   CHECK_THAT(by_epoch, Catch::Contains("run: train_loss at epoch 0.2: "));
+  // `minidl compare`'s table counts the epoch records only.
+  const RunSummary summary = summarize_run(runs[0].log);
+  CHECK(summary.epochs == 2);
+  CHECK(summary.train_loss == Approx(1.0 / 20));
 }
 
 TEST_CASE("plot: a run with exactly another's points says so in the legend", "[plot]") {
