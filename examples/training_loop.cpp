@@ -71,10 +71,9 @@ void TrainingLoop::write_step_metrics(int64_t epoch, int64_t epoch_step, int64_t
   if (new_epoch) last_loss_total_ = {0, 0};
   last_metrics_epoch_ = epoch;
   const double samples = new_epoch && epoch_step > p_.metrics_every ? 0 : total.second - last_loss_total_.second;
+  const double epoch_done = static_cast<double>(epoch_step) / static_cast<double>(p_.batches_per_epoch);
   nlohmann::json record = {
-      {"epoch", static_cast<double>(epoch - 1) + static_cast<double>(epoch_step) / static_cast<double>(p_.batches_per_epoch)},
-      {"step", run_step},
-      {"every_steps", p_.metrics_every}};
+      {"epoch", static_cast<double>(epoch - 1) + epoch_done}, {"step", run_step}, {"every_steps", p_.metrics_every}};
   if (samples > 0) record[p_.loss_key] = (total.first - last_loss_total_.first) / samples;
   record["lr"] = p_.optimizer->lr();
   record["seconds_since_start"] = seconds_since_start();

@@ -86,8 +86,9 @@ CtcConfidence ctc_greedy_confidence(const Tensor& log_probs) {
   std::vector<double> target(std::max<int64_t>(L, 1), 1.0);  // padding (length 0): any non-blank class
   for (int64_t i = 0; i < L; ++i) target[i] = static_cast<double>(out.classes[i]);
   const TensorOptions int64_cpu(DType::int64, Device::cpu());
-  const Tensor loss = ctc_loss(lp, from_vector(target, {1, std::max<int64_t>(L, 1)}, int64_cpu),
-                               full({1}, static_cast<double>(T), int64_cpu), full({1}, static_cast<double>(L), int64_cpu));
+  const Tensor targets = from_vector(target, {1, std::max<int64_t>(L, 1)}, int64_cpu);
+  const Tensor loss = ctc_loss(lp, targets, full({1}, static_cast<double>(T), int64_cpu),
+                               full({1}, static_cast<double>(L), int64_cpu));
   out.text_probability = std::exp(-loss.item<double>() * static_cast<double>(std::max<int64_t>(L, 1)));
   return out;
 }

@@ -68,8 +68,9 @@ Command add_train_command(CLI::App& parent) {
                   "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
                   "appended to by --resume; any other file is refused)")
       ->check(non_empty());
-  cmd->add_option("--metrics-every", a->metrics_every, "with --metrics, also a record every N optimizer steps (the training loss over those steps, lr, "
-                  "seconds_since_start): curves finer than one point per epoch for `minidl plot`")
+  cmd->add_option("--metrics-every", a->metrics_every,
+                  "with --metrics, also a record every N optimizer steps (the training loss over those "
+                  "steps, lr, seconds_since_start): curves finer than one point per epoch for `minidl plot`")
       ->check(number_in(FlagRange::whole<int64_t>(1)));
   examples::add_run_flags(*cmd, a->run);  // --save, --resume, --save-every, --stop-after-* (examples/run_state.h)
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");

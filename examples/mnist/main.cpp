@@ -76,8 +76,9 @@ int main(int argc, char** argv) {
                   "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
                   "appended to by --resume; any other file is refused)")
       ->check(non_empty());
-  train_cmd->add_option("--metrics-every", tf.metrics_every, "with --metrics, also a record every N optimizer steps (the training loss over those steps, lr, "
-                  "seconds_since_start): curves finer than one point per epoch for `minidl plot`")
+  train_cmd->add_option("--metrics-every", tf.metrics_every,
+                  "with --metrics, also a record every N optimizer steps (the training loss over those "
+                  "steps, lr, seconds_since_start): curves finer than one point per epoch for `minidl plot`")
       ->check(number_in(FlagRange::whole<int64_t>(1)));
   examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --save-every, --stop-after-*
   train_cmd->add_option("--kernel", tf.kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
