@@ -38,6 +38,8 @@ grep -q "blank plateau" "$dir/train.log" || fail "the hint does not name the bla
 # 4 epochs of 2 steps: 8 per-step records and 4 per-epoch ones, every one with seconds_since_start.
 [ "$(grep -c '"every_steps":1' "$dir/train.jsonl")" -eq 8 ] || fail "not 8 per-step records"
 [ "$(wc -l <"$dir/train.jsonl")" -eq 12 ] || fail "not 12 records"
+[ "$(grep '"every_steps":1' "$dir/train.jsonl" | grep -c '"loss":')" -eq 8 ] || fail "a per-step record without its loss"
+grep -q '"epoch":2.5,' "$dir/train.jsonl" || fail "no per-step record half-way through epoch 3 (epoch 2.5)"
 [ "$(grep -c '"seconds_since_start"' "$dir/train.jsonl")" -eq 12 ] || fail "a record without seconds_since_start"
 "$minidl" plot "$dir/train.jsonl" -o "$dir/t.svg" --x time >"$dir/plot.log" 2>&1 || fail "plot --x time"
 grep -qF '>time (s)</text>' "$dir/t.svg" || fail "no time axis"
