@@ -56,6 +56,7 @@
 #include "examples/best_checkpoint.h"
 #include "examples/captcha/common.h"
 #include "examples/captcha/loss_log.h"
+#include "examples/captcha/plateau_hint.h"
 #include "examples/captcha/train.h"
 #include "examples/captcha/train_step.h"
 #include "examples/flags.h"
@@ -262,6 +263,9 @@ int run_train(const TrainArgs& a) {
   parts.seed = a.seed;
   parts.fingerprints = &data.fingerprints;
   parts.program_metadata = [&best] { return best.metadata(); };
+  parts.metrics = metrics.get();  // --metrics-every: per-step records
+  parts.metrics_every = a.metrics_every;
+  parts.loss_key = "loss";
   examples::TrainingLoop loop(std::move(parts));
   if (!a.run.resume.empty()) loop.announce_resume(a.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
@@ -280,6 +284,7 @@ int run_train(const TrainArgs& a) {
   std::unique_ptr<GraphedTrainStep> graphed;  // the step replayed from a CUDA graph (train_step.h)
   if (use_cuda_graph) graphed = std::make_unique<GraphedTrainStep>(*model, optimizer, device);
   int64_t step = start.step;
+  PlateauHint plateau;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
     // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
@@ -289,7 +294,8 @@ int run_train(const TrainArgs& a) {
     const int64_t epoch_steps = std::min(data.batches_per_epoch, total_steps - (step - epoch_step));
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
     LossLog losses(guard);
-    const examples::EpochSums sums{[&] { losses.flush(); }, [&] { return losses.sums(); }};
+    const examples::EpochSums sums{[&] { losses.flush(); }, [&] { return losses.sums(); },
+                                   [&] { return std::pair(losses.sums()[0], losses.sums()[1]); }};
     int64_t samples_before = 0;  // of this epoch, trained before this invocation
     if (resumed_mid_epoch) {
       if (root) losses.restore(start.epoch_sums);
@@ -345,6 +351,8 @@ int run_train(const TrainArgs& a) {
                   percent(val.character_accuracy).c_str(), format_duration(seconds).c_str(), images_per_second);
     progress.finish(summary);
     if (graphed && epoch == start.epoch + 1) std::printf("captcha: CUDA graphs: %s\n", graphed->describe().c_str());
+    const std::string hint = plateau.after_epoch(val.sequence_accuracy);  // examples/captcha/plateau_hint.h
+    if (!hint.empty()) std::printf("captcha: %s\n", hint.c_str());
     if (metrics)
       metrics->write({{"epoch", epoch},
                       {"step", step},
@@ -354,6 +362,7 @@ int run_train(const TrainArgs& a) {
                       {"val_accuracy", val.sequence_accuracy},
                       {"val_char_accuracy", val.character_accuracy},
                       {"seconds", seconds},
+                      {"seconds_since_start", loop.seconds_since_start()},
                       {"train_seconds", train_seconds},
                       {"images_per_second", images_per_second},
                       {"lr", optimizer.lr()},
