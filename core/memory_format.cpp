@@ -2,6 +2,7 @@
 // declared to serve channels-last tensors (core/memory_format.h).
 #include "core/memory_format.h"
 
+#include <map>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -91,33 +92,47 @@ namespace {
 
 using Declared = std::tuple<std::string, int, std::string>;  // key, device type, kernel name
 
-std::mutex& declared_mutex() {
-  static std::mutex m;
-  return m;
-}
-std::set<Declared>& declared() {
-  static std::set<Declared> s;
-  return s;
+// The declarations, and for each kernel list the dispatch table has handed out (candidates() returns
+// immutable lists, a new one after every selection or registration) its declared kernels: a dispatch
+// filters by one map lookup, not by comparing names. A declaration clears the filtered lists.
+struct DeclaredKernels {
+  std::mutex mutex;
+  std::set<Declared> declared;
+  std::map<const std::vector<const KernelInfo*>*, std::vector<const KernelInfo*>> filtered;
+};
+
+DeclaredKernels& declared_kernels() {
+  static DeclaredKernels d;
+  return d;
 }
 
 }  // namespace
 
 void declare_channels_last_kernel(const KernelKeyBase& key, DeviceType device, const std::string& name) {
-  std::lock_guard<std::mutex> lock(declared_mutex());
-  declared().insert(Declared{key.name(), static_cast<int>(device), name});
+  DeclaredKernels& d = declared_kernels();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  d.declared.insert(Declared{key.name(), static_cast<int>(device), name});
+  d.filtered.clear();
 }
 
 bool serves_channels_last(const std::string& key, DeviceType device, const std::string& name) {
-  std::lock_guard<std::mutex> lock(declared_mutex());
-  return declared().count(Declared{key, static_cast<int>(device), name}) > 0;
+  DeclaredKernels& d = declared_kernels();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  return d.declared.count(Declared{key, static_cast<int>(device), name}) > 0;
 }
 
 std::vector<const KernelInfo*> channels_last_candidates(const KernelKeyBase& key, DeviceType device) {
   const std::vector<const KernelInfo*>& all = KernelRegistry::instance().candidates(key, device);
-  std::vector<const KernelInfo*> out;
-  for (const KernelInfo* k : all)
-    if (serves_channels_last(key.name(), device, k->name)) out.push_back(k);
-  return out;
+  DeclaredKernels& d = declared_kernels();
+  std::lock_guard<std::mutex> lock(d.mutex);
+  auto it = d.filtered.find(&all);
+  if (it == d.filtered.end()) {
+    std::vector<const KernelInfo*> out;
+    for (const KernelInfo* k : all)
+      if (d.declared.count(Declared{key.name(), static_cast<int>(device), k->name}) > 0) out.push_back(k);
+    it = d.filtered.emplace(&all, std::move(out)).first;
+  }
+  return it->second;
 }
 
 }  // namespace minidl

@@ -78,8 +78,34 @@ void TrainingLoop::save(const RunPosition& at, const Metadata& extra, const std:
   if (path == p_.save_path) p_.guard->saved(at.epoch, at.epoch_step);
 }
 
+double TrainingLoop::seconds_since_start() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - p_.started).count();
+}
+
+void TrainingLoop::write_step_metrics(int64_t epoch, int64_t epoch_step, int64_t run_step, const EpochSums& sums) {
+  sums.flush();
+  const std::pair<double, double> total = sums.loss_total();
+  // The window starts at the last record of this epoch, or at the epoch's start. A run resumed in the middle
+  // of an epoch holds that epoch's earlier sums too: its first record would cover more than N steps, and
+  // goes without the loss.
+  const bool new_epoch = epoch != last_metrics_epoch_ || total.second < last_loss_total_.second;
+  if (new_epoch) last_loss_total_ = {0, 0};
+  last_metrics_epoch_ = epoch;
+  const double samples = new_epoch && epoch_step > p_.metrics_every ? 0 : total.second - last_loss_total_.second;
+  const double epoch_done = static_cast<double>(epoch_step) / static_cast<double>(p_.batches_per_epoch);
+  nlohmann::json record = {
+      {"epoch", static_cast<double>(epoch - 1) + epoch_done}, {"step", run_step}, {"every_steps", p_.metrics_every}};
+  if (samples > 0) record[p_.loss_key] = (total.first - last_loss_total_.first) / samples;
+  record["lr"] = p_.optimizer->lr();
+  record["seconds_since_start"] = seconds_since_start();
+  p_.metrics->write(record);
+  last_loss_total_ = total;
+}
+
 std::optional<int> TrainingLoop::after_step(int64_t epoch, int64_t epoch_step, int64_t run_step, bool epoch_done,
                                             minidl::Progress& progress, const EpochSums& sums) {
+  if (p_.metrics && p_.metrics_every > 0 && run_step % p_.metrics_every == 0 && sums.loss_total)
+    write_step_metrics(epoch, epoch_step, run_step, sums);
   if (p_.dp && run_step % kStepsBetweenAgreements == 0) {  // every rank stops if one diverged
     sums.flush();
     p_.guard->agree();

@@ -14,11 +14,13 @@
 //     loop.end_of_epoch_steps(...);   evaluate; loop.check_eval_loss(...); loop.end_epoch(...); print, write metrics
 //     loop.save(end of epoch);        if (auto status = loop.after_epoch(...)) return *status;
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dist/data_parallel.h"
@@ -26,6 +28,7 @@
 #include "examples/run_estimate.h"
 #include "examples/run_state.h"
 #include "examples/train_guard.h"
+#include "nn/metrics.h"
 #include "nn/module.h"
 #include "nn/optim.h"
 #include "nn/progress.h"
@@ -47,9 +50,12 @@ std::unique_ptr<minidl::Adam> make_adam(const std::vector<minidl::Tensor>& param
 // An epoch's running sums as the loop sees them (mnist's RunningStats, captcha's LossLog): flush() reads
 // what has accumulated on the device (handing every loss to the guard); sums() then gives what a mid-epoch
 // save stores (examples/run_state.h epoch_sums).
+// loss_total (after flush()): the epoch's loss summed over its samples so far, and those samples, for the
+// per-step records of --metrics-every.
 struct EpochSums {
   std::function<void()> flush;
   std::function<std::vector<double>()> sums;
+  std::function<std::pair<double, double>()> loss_total;
 };
 
 class TrainingLoop {
@@ -69,14 +75,23 @@ class TrainingLoop {
     const std::vector<DataFingerprint>* fingerprints = nullptr;
     std::function<Metadata()> program_metadata;  // the program's own keys for every save, if any
     // The whole run's time left (examples/run_estimate.h): its length, and what an evaluation costs in
-    // training steps until one is timed (0: the run evaluates nothing).
+    // training steps until one is timed (eval samples / batch / 3: examples/run_estimate.h; 0: no evaluation).
     int64_t epochs = 0, total_steps = 0;
     double eval_steps_guess = 0;
     // On a CPU, a run projected to last hours says so after its first steps, with `long_run_hint`.
     bool on_cpu = false;
     std::string long_run_hint;
+    // --metrics-every N (rank 0): every N steps a record {epoch (fractional), step, every_steps, loss_key
+    // (the mean over those N steps), lr, seconds_since_start} goes to `metrics`, between the per-epoch ones.
+    minidl::MetricsWriter* metrics = nullptr;
+    int64_t metrics_every = 0;
+    std::string loss_key = "train_loss";
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   };
   explicit TrainingLoop(Parts parts);
+
+  // Seconds since Parts::started (by default: the loop's creation), for the metrics' seconds_since_start.
+  double seconds_since_start() const;
 
   // --resume: tells the guard what the file holds, and prints where the run resumes and `notes` (about its
   // data), with the guard's note about the file's first loss.
@@ -112,9 +127,13 @@ class TrainingLoop {
   std::optional<int> after_epoch(const RunPosition& at, bool run_done);
 
  private:
+  void write_step_metrics(int64_t epoch, int64_t epoch_step, int64_t run_step, const EpochSums& sums);
+
   Parts p_;
   RunEstimate estimate_;
   int64_t steps_this_invocation_ = 0;  // for the long-CPU-run warning, after kStepsBeforeWarning
+  std::pair<double, double> last_loss_total_{0, 0};  // at the last per-step record of this epoch
+  int64_t last_metrics_epoch_ = 0;
 };
 
 }  // namespace examples

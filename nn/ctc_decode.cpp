@@ -2,6 +2,7 @@
 #include "nn/ctc_decode.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ops/ops.h"
 
@@ -48,6 +49,47 @@ std::vector<std::string> ctc_greedy_decode_text(const Tensor& log_probs, const s
   std::vector<std::string> out;
   for (const std::vector<int64_t>& classes : ctc_greedy_decode(log_probs, input_lengths, 0))
     out.push_back(ctc_classes_to_text(classes, charset));
+  return out;
+}
+
+int64_t CtcConfidence::weakest() const {
+  if (character_probability.empty()) return -1;
+  return std::min_element(character_probability.begin(), character_probability.end()) -
+         character_probability.begin();
+}
+
+CtcConfidence ctc_greedy_confidence(const Tensor& log_probs) {
+  MINIDL_CHECK(log_probs.defined() && log_probs.dim() == 3 && log_probs.size(1) == 1,
+               "ctc_greedy_confidence: expected log_probs [T, 1, C], got ",
+               log_probs.defined() ? shape_str(log_probs.shape()) : std::string("an undefined tensor"));
+  const Tensor lp = log_probs.detach().to(Device::cpu());
+  const int64_t T = lp.size(0), C = lp.size(2);
+  const std::vector<double> v = lp.to_vector<double>();  // [T, C]
+  CtcConfidence out;
+  double best_path_log = 0;
+  int64_t previous = -1;
+  for (int64_t t = 0; t < T; ++t) {
+    const double* row = v.data() + t * C;
+    const int64_t k = std::max_element(row, row + C) - row;
+    best_path_log += row[k];
+    if (k != 0 && k != previous) {  // a new character starts here
+      out.classes.push_back(k);
+      out.character_probability.push_back(std::exp(row[k]));
+    } else if (k != 0) {  // the same character's run goes on
+      out.character_probability.back() = std::max(out.character_probability.back(), std::exp(row[k]));
+    }
+    previous = k;
+  }
+  out.best_path_probability = std::exp(best_path_log);
+  // ctc_loss is -log p(text) / max(length, 1) for one sample: undo the division.
+  const int64_t L = static_cast<int64_t>(out.classes.size());
+  std::vector<double> target(std::max<int64_t>(L, 1), 1.0);  // padding (length 0): any non-blank class
+  for (int64_t i = 0; i < L; ++i) target[i] = static_cast<double>(out.classes[i]);
+  const TensorOptions int64_cpu(DType::int64, Device::cpu());
+  const Tensor targets = from_vector(target, {1, std::max<int64_t>(L, 1)}, int64_cpu);
+  const Tensor loss = ctc_loss(lp, targets, full({1}, static_cast<double>(T), int64_cpu),
+                               full({1}, static_cast<double>(L), int64_cpu));
+  out.text_probability = std::exp(-loss.item<double>() * static_cast<double>(std::max<int64_t>(L, 1)));
   return out;
 }
 

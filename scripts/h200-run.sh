@@ -185,6 +185,31 @@ for s in "${steps[@]}"; do
       run bench_matmul_new 120 "$bin/minidl" bench --baseline "$out/matmul_old.json"
       run sweep_matmul 150 "$bin/minidl" bench --device cuda --op matmul --shape-sweep 128:2048:x2 --budget 0.05 \
         --csv "$out/matmul_sweep_cuda.csv" --svg "$out/matmul_sweep_cuda.svg" ;;
+    issue26)  # issue 26: the [cuda] tests of the new paths and memcheck over them, channels-last against NCHW
+      # and eager against the CUDA graph on both examples' steps, the BF16 rung against cuBLAS, the GPU exercises
+      for fmt in nchw nhwc; do
+        MINIDL_TF32=1 run "i26_captcha_tf32_${fmt}_eager" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt
+        MINIDL_TF32=1 run "i26_captcha_tf32_${fmt}_graph" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt --cuda-graph
+        run "i26_captcha_fp32_${fmt}_graph" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt --cuda-graph
+        run "i26_captcha_bf16_${fmt}_graph" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt --cuda-graph --precision bf16
+        for b in 64 1024; do
+          run "i26_mnist_b${b}_${fmt}_graph" 30 "$bin/mnist" bench --device cuda --batch $b --memory-format $fmt --cuda-graph
+        done
+      done
+      run i26_ladder_bf16 90 "$bin/minidl" bench --device cuda --op matmul --precision bf16 --kernel cublas --kernel bf16_wgmma \
+        --shape matmul:4096x4096x4096 --shape matmul:4096x4096x4096,tb --shape matmul:2048x2048x2048
+      run i26_ex6 30 "$bin/exercise_6_solution"
+      run i26_ex6b 30 "$bin/exercise_6b_solution"
+      run i26_ex6b_stub 30 "$bin/exercise_6b_stub"
+      run i26_ex6_mutant 30 "$bin/exercise_6_mutant_matmul_smem_no_load_barrier" --no-bench
+      run i26_tests_new 200 "$bin/minidl_tests" "[memory_format],[graph],[bf16],[cuda][batch_norm],[cuda][pool],[cuda][conv2d],[ctc]"
+      run i26_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/minidl_tests" \
+        "[memory_format][cuda],[graph],[bf16]"
+      for f in "$out"/i26_captcha_*.log "$out"/i26_mnist_*.log; do
+        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done
+      grep -h "test cases\|assertions\|ERROR SUMMARY" "$out"/i26_tests_new.log "$out"/i26_memcheck.log | tee -a "$out/summary.log"
+      grep -h "bf16_wgmma\|cublas" "$out/i26_ladder_bf16.log" | tail -8 | tee -a "$out/summary.log" ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"

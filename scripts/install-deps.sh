@@ -12,6 +12,7 @@ packages=(
   fonts-dejavu-core                 # TrueType fonts for the captcha generator (Sans; Serif, Sans Mono: --style lined)
   libcli11-dev                      # command-line parsing
   nlohmann-json3-dev                # JSON (metrics files)
+  libcairo2-dev                     # PNG charts (`minidl plot -o curves.png`); optional: SVG works without it
   catch2                            # tests
   clang libomp-dev                  # `make test-clang` (clang's OpenMP runtime) and `make fuzz`
   libclang-rt-dev                   # clang's sanitizer and libFuzzer runtimes (`make fuzz`)

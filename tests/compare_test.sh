@@ -54,6 +54,7 @@ case $case_name in
     grep -qF " 128 (--cpu-limit) |" "$out/table.md" || fail "the limited CPU run is not marked"
     head -c 4 "$out/curves.svg" | grep -q "<svg" || fail "curves.svg does not start with <svg"
     tail -n 1 "$out/curves.svg" | grep -q "</svg>" || fail "curves.svg does not end with </svg>"
+    grep -qF '>time (s)</text>' "$out/curves.svg" || fail "curves.svg is not drawn against time"
 
     # plot: two runs of different lengths (1 and 2 epochs), against epoch and against step.
     "$mnist" train --device cpu --data "$dir/mnist" --epochs 2 --limit 128 --batch 32 --metrics "$dir/long.jsonl" \

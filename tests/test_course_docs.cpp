@@ -333,6 +333,7 @@ TEST_CASE("course: the README links the chapters in order, and every exercise ha
   }
   int exercises = 0;
   const std::string course = read(kRoot / "docs/course/README.md");
+  const std::string cmake = read(kRoot / "exercises/CMakeLists.txt");
   for (const auto& e : fs::directory_iterator(kRoot / "exercises")) {
     if (!e.is_directory() || e.path().filename() == "common") continue;
     ++exercises;
@@ -350,6 +351,15 @@ TEST_CASE("course: the README links the chapters in order, and every exercise ha
         CHECK(fs::exists(e.path() / s.path().filename()));
       }
     CHECK(course.find(e.path().filename().string()) != std::string::npos);  // the course's list names it
+    // exercises/CMakeLists.txt builds it: add_exercise(N FOLDER FILE ...)
+    CHECK(cmake.find(" " + e.path().filename().string() + " ") != std::string::npos);
   }
-  CHECK(exercises == 10);
+  // As many folders as add_exercise() calls: none forgotten, none left over.
+  int built = 0;
+  std::istringstream lines(cmake);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find_first_not_of(' ') != std::string::npos && line.compare(line.find_first_not_of(' '), 13, "add_exercise(") == 0)
+      ++built;
+  CHECK(exercises == built);
+  CHECK(exercises >= 12);
 }

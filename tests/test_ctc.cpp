@@ -519,3 +519,48 @@ TEST_CASE("cuda: the cudnn ctc_loss kernels decline float64, blank != 0 and S > 
     }
   }
 }
+
+TEST_CASE("greedy CTC confidence: the text's probability (all alignments), the best path's, the weakest character",
+          "[ctc][decode]") {
+  // Classes: 0 blank, 1 'X', 2 'Y'. The best path is X X - Y -: "XY".
+  const std::vector<std::vector<double>> p = {
+      {0.1, 0.8, 0.1}, {0.3, 0.6, 0.1}, {0.6, 0.1, 0.3}, {0.2, 0.1, 0.7}, {0.5, 0.1, 0.4}};
+  std::vector<double> logs;
+  for (const auto& row : p)
+    for (double v : row) logs.push_back(std::log(v));
+  const Tensor log_probs = from_vector(logs, {5, 1, 3}, TensorOptions(DType::float64));
+  const CtcConfidence c = ctc_greedy_confidence(log_probs);
+  CHECK(c.classes == std::vector<int64_t>{1, 2});
+  CHECK(c.best_path_probability == Approx(0.8 * 0.6 * 0.6 * 0.7 * 0.5).epsilon(1e-9));
+  // p("XY"): every one of the 3^5 paths that collapses to X Y, summed by brute force.
+  double brute = 0;
+  for (int code = 0; code < 243; ++code) {
+    double prob = 1;
+    std::vector<int64_t> collapsed;
+    int64_t previous = -1;
+    for (int t = 0, rest = code; t < 5; ++t, rest /= 3) {
+      const int k = rest % 3;
+      prob *= p[t][k];
+      if (k != 0 && k != previous) collapsed.push_back(k);
+      previous = k;
+    }
+    if (collapsed == std::vector<int64_t>{1, 2}) brute += prob;
+  }
+  CHECK(c.text_probability == Approx(brute).epsilon(1e-9));
+  CHECK(c.text_probability > c.best_path_probability);
+  // Each character's best time step in its run: X 0.8 (not 0.6), Y 0.7; Y is the weakest.
+  REQUIRE(c.character_probability.size() == 2);
+  CHECK(c.character_probability[0] == Approx(0.8));
+  CHECK(c.character_probability[1] == Approx(0.7));
+  CHECK(c.weakest() == 1);
+  // All blanks: an empty reading, the probability of the empty text, no weakest character.
+  const Tensor blanks = from_vector({std::log(0.9), std::log(0.05), std::log(0.05), std::log(0.8), std::log(0.1),
+                                     std::log(0.1)},
+                                    {2, 1, 3}, TensorOptions(DType::float64));
+  const CtcConfidence empty = ctc_greedy_confidence(blanks);
+  CHECK(empty.classes.empty());
+  CHECK(empty.weakest() == -1);
+  CHECK(empty.text_probability == Approx(0.9 * 0.8).epsilon(1e-9));
+  CHECK_THROWS_WITH(ctc_greedy_confidence(from_vector(logs, {5, 3}, TensorOptions(DType::float64))),
+                    Catch::Contains("expected log_probs [T, 1, C]"));
+}

@@ -162,8 +162,10 @@ Shape pool_out_shape(const PoolCase& c) {
           out_size(c.x[3], c.p.kernel_w, c.p.stride_w, c.p.pad_w)};
 }
 
-// Batch-norm inputs as the kernels see them: [N, C, S] (S = 1 for [N, C], H*W for images).
-const std::vector<Shape> kBatchNormShapes = {{7, 33, 1}, {3, 2, 1}, {4, 3, 35}, {2, 40, 129}, {8, 64, 1025}};
+// Batch-norm inputs as the kernels see them: [N, C, S] (S = 1 for [N, C], H*W for images). {4100, 70, 1}:
+// rows (a channels-last [N, C, H, W] is seen as [N*H*W, C, 1]) in many chunks and a partial channel tile.
+const std::vector<Shape> kBatchNormShapes = {{7, 33, 1}, {3, 2, 1}, {4100, 70, 1}, {4, 3, 35}, {2, 40, 129},
+                                             {8, 64, 1025}};
 
 }  // namespace
 

@@ -299,9 +299,11 @@ int run_compare(const CompareOptions& o, std::FILE* out) {
   if (c.has_gpu) runs.push_back({"GPU (" + c.gpu.device + ")", read_metrics_log(o.out + "/gpu.jsonl")});
   runs.push_back({c.cpu_limited() ? str_cat("CPU (--cpu-limit ", o.cpu_limit, ")") : "CPU",
                   read_metrics_log(o.out + "/cpu.jsonl")});
+  // Against time since each run started: where the GPU's curve ends, the CPU's has barely begun.
   PlotOptions plot;
+  plot.x = "time";
   plot.title = str_cat("minidl compare: ", o.example, c.has_gpu ? " on the GPU and the CPU" : " on the CPU",
-                       ", loss and accuracy per epoch");
+                       ", loss and accuracy against time");
   svg::write_file(o.out + "/curves.svg", plot_svg(runs, plot), "compare");
   std::fprintf(out, "compare: wrote %s/table.md, %s/curves.svg, the runs' metrics (%s.jsonl) and output (%s.log)\n",
                o.out.c_str(), o.out.c_str(), c.has_gpu ? "gpu, cpu" : "cpu", c.has_gpu ? "gpu, cpu" : "cpu");

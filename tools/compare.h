@@ -18,7 +18,8 @@
 // number, but the CPU's loss and accuracy then come from less training and the table says so.
 //
 // In --out: table.md (the table printed at the end), gpu.jsonl and cpu.jsonl (each run's --metrics),
-// gpu.log and cpu.log (each run's output), curves.svg (both runs' loss and accuracy, tools/plot.h).
+// gpu.log and cpu.log (each run's output), curves.svg (both runs' loss and accuracy against the time since
+// each run started, tools/plot.h).
 #pragma once
 #include <cstdint>
 #include <cstdio>

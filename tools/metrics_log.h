@@ -2,9 +2,12 @@
 // object per epoch; nn/metrics.h writes them) for `minidl plot` and `minidl compare`.
 //
 // Keys written today (examples/mnist/train.cpp, examples/captcha/train.cpp):
-//   both     epoch, step, images, seconds, train_seconds, images_per_second, lr, device, batch_size
+//   both     epoch, step, images, seconds, seconds_since_start, train_seconds, images_per_second, lr, device,
+//            batch_size
 //   mnist    train_loss, train_accuracy, test_loss, test_accuracy
 //   captcha  loss (training), val_loss, val_accuracy (whole captcha), val_char_accuracy, rnn, gru
+//   per-step (--metrics-every N, examples/training_loop.h): epoch (a fraction), step, every_steps,
+//            train_loss (mnist) or loss (captcha), lr, seconds_since_start
 // The reader takes any JSON object per line: numbers are kept as numbers, strings as strings, other
 // values (null for a non-finite number, booleans, arrays, objects) are left out. Blank lines are
 // skipped; a line that is not a JSON object (a run killed in the middle of a write) is skipped with a

@@ -12,7 +12,7 @@
 //   minidl compare [--example mnist|captcha] [--data DIR] [--epochs N] [--cpu-limit N] [--seed N]
 //                  [--out DIR] [-- FLAGS...]           the same training on the GPU and the CPU, side by side
 //                                                      (tools/compare.h, docs/compare.md)
-//   minidl plot METRICS.jsonl... -o FILE.svg [--x epoch|step] [--y loss,accuracy] [--label NAME]...
+//   minidl plot METRICS.jsonl... -o FILE.svg|FILE.png [--x epoch|step|time] [--y loss,accuracy] [--label NAME]...
 //                                                      training curves of --metrics files (tools/plot.h)
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -131,11 +131,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> plot_files_given, plot_labels;
   std::string plot_out;
   PlotOptions plot;
-  CLI::App* plot_cmd = app.add_subcommand("plot", "draw the loss and accuracy curves of --metrics files as SVG");
+  CLI::App* plot_cmd = app.add_subcommand("plot", "draw the loss and accuracy curves of --metrics files as SVG or PNG");
   plot_cmd->add_option("METRICS", plot_files_given, "--metrics files of mnist train or captcha train (JSON Lines)")
       ->required();
-  plot_cmd->add_option("-o,--out", plot_out, "the SVG file to write")->required();
-  plot_cmd->add_option("--x", plot.x, "x axis")->capture_default_str()->check(CLI::IsMember({"epoch", "step"}));
+  plot_cmd->add_option("-o,--out", plot_out, "the file to write: FILE.png draws PNG (needs cairo), any other SVG")
+      ->required();
+  plot_cmd->add_option("--x", plot.x, "x axis: epoch, optimizer step, or time since the run started (time, "
+                                      "also spelled seconds_since_start)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"epoch", "step", "time", "seconds_since_start"}));
   plot_cmd->add_option("--y", plot.y, "one panel per name; loss and accuracy draw their train_, test_ and val_ "
                                       "variants, other names their own key (images_per_second, lr)")
       ->delimiter(',')

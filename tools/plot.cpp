@@ -1,11 +1,13 @@
 // tools/plot.cpp — the curves of tools/plot.h.
 //
-// Layout: a title line, then one panel per --y name, stacked. A panel is a frame with the plot area on the
+// Layout (on a Canvas, tools/plot_canvas.h): a title line, then one panel per --y name, stacked, all with
+// the same x range. A panel is a frame with the plot area on the
 // left (y ticks and grid, x ticks below, both axis labels) and its legend on the right: one entry per
 // series (a run's key), with the series' colour and line style.
 #include "tools/plot.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -18,9 +20,6 @@
 namespace minidl {
 
 namespace {
-
-using svg::escape;
-using svg::num;
 
 constexpr const char* kVariantPrefixes[] = {"train_", "test_", "val_"};
 
@@ -36,12 +35,16 @@ constexpr double kPanelGap = 76;                     // below a plot area: x tic
 constexpr double kLegendLine = 16;
 constexpr int kMaxTicks = 8;
 
+constexpr size_t kMaxMarkedPoints = 100;             // more points (per-step curves): a line only
+
 // One curve: a run's key against x.
 struct Series {
   std::string label;  // "run: key"
+  std::string key;
   std::string colour;
   bool held_out = false;  // test_ or val_: dashed
-  std::vector<std::pair<double, double>> points;  // (x, value), sorted by x
+  std::vector<std::pair<double, double>> points;  // (x, value), sorted by x, as stored (unscaled)
+  std::string same_as;    // the label of an earlier series with exactly these points, if any
 };
 
 std::string value_text(double v) {
@@ -51,6 +54,12 @@ std::string value_text(double v) {
 }
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A per-step record (--metrics-every N) rather than an epoch's.
+bool per_step(const MetricsRecord& r) { return r.has("every_steps"); }
 
 std::vector<Series> series_for(const std::string& name, const std::vector<PlotRun>& runs, const std::string& x) {
   std::vector<Series> out;
@@ -58,86 +67,100 @@ std::vector<Series> series_for(const std::string& name, const std::vector<PlotRu
     for (const std::string& key : keys_for(name, runs[r].log)) {
       Series s;
       s.label = runs[r].label + ": " + key;
+      s.key = key;
       s.colour = svg::colour(r);
       s.held_out = starts_with(key, "test_") || starts_with(key, "val_");
+      // A key that per-step records hold is drawn from them alone (the finer curve).
+      bool in_steps = false;
+      for (const MetricsRecord& rec : runs[r].log.records) in_steps = in_steps || (per_step(rec) && rec.has(key));
       for (const MetricsRecord& rec : runs[r].log.records)
-        if (rec.has(x) && rec.has(key)) s.points.emplace_back(rec.get(x), rec.get(key));
+        if (per_step(rec) == in_steps && rec.has(x) && rec.has(key)) s.points.emplace_back(rec.get(x), rec.get(key));
       std::stable_sort(s.points.begin(), s.points.end(),
                        [](const auto& a, const auto& b) { return a.first < b.first; });
-      if (!s.points.empty()) out.push_back(std::move(s));
+      if (s.points.empty()) continue;
+      for (const Series& earlier : out)
+        if (earlier.key == key && earlier.points == s.points) {
+          s.same_as = earlier.label;
+          break;
+        }
+      out.push_back(std::move(s));
     }
   return out;
 }
 
-// One panel whose plot area starts at `top`; returns the height it took.
-double draw_panel(std::ostringstream& s, const std::string& name, const std::vector<Series>& series,
-                  const std::string& x, double top) {
+std::string legend_text(const Series& se) {
+  return se.same_as.empty() ? se.label : se.label + " (same as " + se.same_as + ")";
+}
+
+// The x range of every panel's points: the panels share their x axis, so that they line up.
+std::pair<double, double> x_range(const std::vector<std::vector<Series>>& panels) {
+  double lo = 1e300, hi = -1e300;
+  for (const std::vector<Series>& panel : panels)
+    for (const Series& se : panel)
+      for (const auto& point : se.points) lo = std::min(lo, point.first), hi = std::max(hi, point.first);
+  return {lo, hi};
+}
+
+// One panel whose plot area starts at `top`, x from x_lo to x_hi; returns the height it took.
+double draw_panel(Canvas& c, const std::string& name, const std::vector<Series>& series, const std::string& x,
+                  double x_lo, double x_hi, double top) {
+  using Anchor = Mark::Anchor;
   const double height = std::max(kPanelHeight, kLegendLine * static_cast<double>(series.size()) + 8);
   const double bottom = top + height;
-  double x_lo = 1e300, x_hi = -1e300, y_lo = 1e300, y_hi = -1e300;
+  double y_lo = 1e300, y_hi = -1e300;
   for (const Series& se : series)
-    for (const auto& [px, py] : se.points) {
-      x_lo = std::min(x_lo, px), x_hi = std::max(x_hi, px);
-      y_lo = std::min(y_lo, py), y_hi = std::max(y_hi, py);
-    }
-  const svg::Ticks xt = svg::nice_ticks(x_lo, x_hi, kMaxTicks, /*integers=*/x == "epoch" || x == "step");
-  const svg::Ticks yt = svg::nice_ticks(y_lo, y_hi, kMaxTicks / 2 + 2);
+    for (const auto& point : se.points) y_lo = std::min(y_lo, point.second), y_hi = std::max(y_hi, point.second);
+  const std::string xk = x_key(x);
+  const AxisUnit xu = axis_unit(xk, x_hi), yu = axis_unit(name, y_hi);
+  // Ticks and positions in the units shown (percent, minutes).
+  const svg::Ticks xt = svg::nice_ticks(x_lo * xu.scale, x_hi * xu.scale, kMaxTicks,
+                                        /*integers=*/xk == "step" || (xk == "epoch" && x_lo == std::floor(x_lo)));
+  const svg::Ticks yt = svg::nice_ticks(y_lo * yu.scale, y_hi * yu.scale, kMaxTicks / 2 + 2);
   const svg::LinearAxis ax{xt.lo, xt.hi, kPlotLeft + kInset, kPlotRight - kInset},
       ay{yt.lo, yt.hi, bottom - kInset, top + kInset};
+  const auto px = [&](double v) { return ax.at(v * xu.scale); };
+  const auto py = [&](double v) { return ay.at(v * yu.scale); };
 
   std::vector<std::string> keys;
-  for (const Series& se : series) {
-    const std::string key = se.label.substr(se.label.rfind(": ") + 2);
-    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
-  }
-  s << "<text x=\"" << kPlotLeft << "\" y=\"" << num(top - 10) << "\" font-size=\"13\" font-weight=\"bold\">"
-    << escape(name) << "</text><text x=\"" << num(kPlotLeft + 12 + 8.0 * name.size()) << "\" y=\"" << num(top - 10)
-    << "\" fill=\"#555\">" << escape(join(keys, ", ")) << "</text>\n";
+  for (const Series& se : series)
+    if (std::find(keys.begin(), keys.end(), se.key) == keys.end()) keys.push_back(se.key);
+  Mark& heading = c.text(kPlotLeft, top - 10, name);
+  heading.font_size = 13;
+  heading.bold = true;
+  c.text(kPlotLeft + 12 + 8.0 * static_cast<double>(name.size()), top - 10, join(keys, ", "), Anchor::start, "#555");
   // Grid, ticks and labels.
   for (double v : yt.values) {
-    s << "<line x1=\"" << kPlotLeft << "\" y1=\"" << num(ay.at(v)) << "\" x2=\"" << kPlotRight << "\" y2=\""
-      << num(ay.at(v)) << "\" stroke=\"#e5e5e5\"/>\n";
-    s << "<text x=\"" << kPlotLeft - 6 << "\" y=\"" << num(ay.at(v) + 4) << "\" text-anchor=\"end\">"
-      << yt.label(v) << "</text>\n";
+    c.line(kPlotLeft, ay.at(v), kPlotRight, ay.at(v), "#e5e5e5");
+    c.text(kPlotLeft - 6, ay.at(v) + 4, yt.label(v), Anchor::end);
   }
   for (double v : xt.values) {
-    s << "<line x1=\"" << num(ax.at(v)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(ax.at(v)) << "\" y2=\""
-      << num(bottom + 4) << "\" stroke=\"#e5e5e5\"/>\n";
-    s << "<text x=\"" << num(ax.at(v)) << "\" y=\"" << num(bottom + 17) << "\" text-anchor=\"middle\">"
-      << xt.label(v) << "</text>\n";
+    c.line(ax.at(v), top, ax.at(v), bottom + 4, "#e5e5e5");
+    c.text(ax.at(v), bottom + 17, xt.label(v), Anchor::middle);
   }
-  s << "<rect x=\"" << kPlotLeft << "\" y=\"" << num(top) << "\" width=\"" << kPlotRight - kPlotLeft
-    << "\" height=\"" << num(height) << "\" fill=\"none\" stroke=\"#888\"/>\n";
-  s << "<text x=\"" << num((kPlotLeft + kPlotRight) / 2) << "\" y=\"" << num(bottom + 34)
-    << "\" text-anchor=\"middle\">" << escape(x) << "</text>\n";
-  const double label_x = 22, label_y = top + height / 2;
-  s << "<text x=\"" << label_x << "\" y=\"" << num(label_y) << "\" text-anchor=\"middle\" transform=\"rotate(-90 "
-    << label_x << " " << num(label_y) << ")\">" << escape(name) << "</text>\n";
+  c.rect(kPlotLeft, top, kPlotRight - kPlotLeft, height, "#888");
+  c.text((kPlotLeft + kPlotRight) / 2, bottom + 34, xu.label, Anchor::middle);
+  c.text(22, top + height / 2, yu.label, Anchor::middle).vertical = true;
 
-  // The curves: a line through the points (none for a run of one epoch), a marker at each.
+  // The curves: a line through the points (none for a run of one epoch), a marker at each (unless there
+  // are many: per-step curves).
   for (const Series& se : series) {
-    const std::string dash = se.held_out ? " stroke-dasharray=\"6,4\"" : "";
     if (se.points.size() > 1) {
-      s << "<polyline fill=\"none\" stroke=\"" << se.colour << "\" stroke-width=\"2\"" << dash << " points=\"";
-      for (size_t i = 0; i < se.points.size(); ++i)
-        s << (i ? " " : "") << num(ax.at(se.points[i].first)) << "," << num(ay.at(se.points[i].second));
-      s << "\"/>\n";
+      std::vector<std::pair<double, double>> line;
+      for (const auto& [vx, vy] : se.points) line.emplace_back(px(vx), py(vy));
+      c.polyline(std::move(line), se.colour, 2, se.held_out);
     }
-    for (const auto& [px, py] : se.points)
-      s << "<circle cx=\"" << num(ax.at(px)) << "\" cy=\"" << num(ay.at(py)) << "\" r=\"3\" fill=\""
-        << (se.held_out ? "white" : se.colour) << "\" stroke=\"" << se.colour << "\"><title>" << escape(se.label)
-        << " at " << escape(x) << " " << value_text(px) << ": " << value_text(py) << "</title></circle>\n";
+    if (se.points.size() <= kMaxMarkedPoints)
+      for (const auto& [vx, vy] : se.points)
+        c.circle(px(vx), py(vy), 3, se.colour, se.held_out ? "white" : se.colour,
+                 str_cat(se.label, " at ", xu.label, " ", value_text(vx * xu.scale), ": ", value_text(vy * yu.scale)));
   }
 
   // The legend: a sample of each series' line and marker, then its name.
   double ly = top + 12;
   for (const Series& se : series) {
-    const std::string dash = se.held_out ? " stroke-dasharray=\"6,4\"" : "";
-    s << "<line x1=\"" << kLegendLeft << "\" y1=\"" << num(ly - 4) << "\" x2=\"" << kLegendLeft + 28 << "\" y2=\""
-      << num(ly - 4) << "\" stroke=\"" << se.colour << "\" stroke-width=\"2\"" << dash << "/>\n";
-    s << "<circle cx=\"" << kLegendLeft + 14 << "\" cy=\"" << num(ly - 4) << "\" r=\"3\" fill=\""
-      << (se.held_out ? "white" : se.colour) << "\" stroke=\"" << se.colour << "\"/>\n";
-    s << "<text x=\"" << kLegendLeft + 36 << "\" y=\"" << num(ly) << "\">" << escape(se.label) << "</text>\n";
+    c.line(kLegendLeft, ly - 4, kLegendLeft + 28, ly - 4, se.colour, 2, se.held_out);
+    c.circle(kLegendLeft + 14, ly - 4, 3, se.colour, se.held_out ? "white" : se.colour);
+    c.text(kLegendLeft + 36, ly, legend_text(se));
     ly += kLegendLine;
   }
   return height;
@@ -158,6 +181,18 @@ std::vector<std::string> keys_for(const std::string& name, const MetricsLog& log
   return found;
 }
 
+AxisUnit axis_unit(const std::string& name, double largest) {
+  if (ends_with(name, "accuracy")) return {name + " (%)", 100};
+  if (name == "images_per_second") return {"images/s", 1};
+  if (name == "lr") return {"learning rate", 1};
+  if (name == "seconds_since_start") return largest > 600 ? AxisUnit{"time (min)", 1.0 / 60} : AxisUnit{"time (s)", 1};
+  if (name == "seconds" || name == "train_seconds") return {name + " per epoch (s)", 1};
+  if (name == "step") return {"optimizer step", 1};
+  return {name, 1};  // epoch, loss and any other key
+}
+
+std::string x_key(const std::string& x) { return x == "time" ? "seconds_since_start" : x; }
+
 std::string run_label(const std::string& path) {
   std::string name = path.substr(path.find_last_of('/') + 1);
   for (const std::string ext : {".jsonl", ".json"})
@@ -168,18 +203,19 @@ std::string run_label(const std::string& path) {
   return name;
 }
 
-std::string plot_svg(const std::vector<PlotRun>& runs, const PlotOptions& o) {
+Canvas plot_canvas(const std::vector<PlotRun>& runs, const PlotOptions& o) {
   MINIDL_CHECK(!runs.empty(), "plot: no metrics files given");
   MINIDL_CHECK(!o.y.empty(), "plot: --y names no metric");
+  const std::string xk = x_key(o.x);
   for (const PlotRun& run : runs) {
     bool has_x = false;
-    for (const MetricsRecord& r : run.log.records) has_x = has_x || r.has(o.x);
-    MINIDL_CHECK(has_x, run.log.path, ": no '", o.x, "' in its records, so nothing to draw against --x ", o.x,
+    for (const MetricsRecord& r : run.log.records) has_x = has_x || r.has(xk);
+    MINIDL_CHECK(has_x, run.log.path, ": no '", xk, "' in its records, so nothing to draw against --x ", o.x,
                  " (its keys: ", join(run.log.numeric_keys(), ", "), ")");
   }
   std::vector<std::vector<Series>> panels;
   for (const std::string& name : o.y) {
-    panels.push_back(series_for(name, runs, o.x));
+    panels.push_back(series_for(name, runs, xk));
     if (panels.back().empty()) {
       std::string held;
       for (const PlotRun& run : runs) held += str_cat("; ", run.log.path, " has ", join(run.log.numeric_keys(), ", "));
@@ -188,24 +224,34 @@ std::string plot_svg(const std::vector<PlotRun>& runs, const PlotOptions& o) {
     }
   }
 
-  std::ostringstream body;
+  Canvas c;
+  const std::string title = o.title.empty() ? join(o.y, ", ") + " against " + o.x : o.title;
+  c.text(10, 22, title).font_size = 14;
+  c.text(10, 40, "solid: training; dashed, open markers: held out (test_, val_); one colour per run", Mark::Anchor::start,
+         "#555");
+  const auto [x_lo, x_hi] = x_range(panels);
   double top = kTitleHeight + 20;
-  for (size_t i = 0; i < panels.size(); ++i) top += draw_panel(body, o.y[i], panels[i], o.x, top) + kPanelGap;
-  const double height = top - kPanelGap + 50;
+  for (size_t i = 0; i < panels.size(); ++i)
+    top += draw_panel(c, o.y[i], panels[i], o.x, x_lo, x_hi, top) + kPanelGap;
+  c.height = top - kPanelGap + 50;
 
   size_t longest = 0;
   for (const std::vector<Series>& panel : panels)
-    for (const Series& se : panel) longest = std::max(longest, se.label.size());
-  const double width = std::max(kMinWidth, kLegendLeft + 36 + kCharWidth * static_cast<double>(longest) + 10);
+    for (const Series& se : panel) longest = std::max(longest, legend_text(se).size());
+  c.width = std::max(kMinWidth, kLegendLeft + 36 + kCharWidth * static_cast<double>(longest) + 10);
+  return c;
+}
 
-  std::ostringstream s;
-  s << svg::open(width, height);
-  const std::string title = o.title.empty() ? join(o.y, ", ") + " against " + o.x : o.title;
-  s << "<text x=\"10\" y=\"22\" font-size=\"14\">" << escape(title) << "</text>\n";
-  s << "<text x=\"10\" y=\"40\" fill=\"#555\">solid: training; dashed, open markers: held out (test_, val_); "
-    << "one colour per run</text>\n";
-  s << body.str() << svg::close();
-  return s.str();
+std::string plot_svg(const std::vector<PlotRun>& runs, const PlotOptions& o) { return canvas_svg(plot_canvas(runs, o)); }
+
+void write_plot(const std::vector<PlotRun>& runs, const PlotOptions& options, const std::string& path,
+                const std::string& what) {
+  std::string lower = path;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (ends_with(lower, ".png"))
+    write_canvas_png(plot_canvas(runs, options), path, what);
+  else
+    svg::write_file(path, plot_svg(runs, options), what);
 }
 
 void plot_files(const std::vector<std::string>& files, const std::vector<std::string>& labels,
@@ -226,7 +272,7 @@ void plot_files(const std::vector<std::string>& files, const std::vector<std::st
     for (const std::string& w : run.log.warnings) std::fprintf(messages, "plot: %s\n", w.c_str());
     runs.push_back(std::move(run));
   }
-  svg::write_file(out_path, plot_svg(runs, options), "plot");
+  write_plot(runs, options, out_path, "plot");
 }
 
 }  // namespace minidl

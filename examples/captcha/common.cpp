@@ -93,7 +93,7 @@ LoadedModel load_model(const std::string& path, Device device) {
 int64_t eval_batch_size(Device device) { return device.is_cuda() ? 500 : 100; }
 
 EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& charset, Device device,
-                    const std::string& title) {
+                    const std::string& title, int64_t max_mistakes) {
   model.eval();
   NoGradGuard no_grad;
   Progress progress(title, loader.num_batches());
@@ -129,7 +129,7 @@ EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& 
   for (size_t i = 0; i < truth.size(); ++i) {
     if (read[i] == truth[i]) {
       ++r.correct;
-    } else if (r.mistakes.size() < 8) {
+    } else if (static_cast<int64_t>(r.mistakes.size()) < max_mistakes) {
       r.mistakes.emplace_back(truth[i], read[i]);
     }
   }

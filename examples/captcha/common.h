@@ -67,10 +67,10 @@ struct EvalResult {
   double loss = 0, sequence_accuracy = 0, character_accuracy = 0;
   int64_t correct = 0, count = 0;
   int64_t correct_characters = 0, characters = 0;  // character_accuracy = correct_characters / characters
-  std::vector<std::pair<std::string, std::string>> mistakes;  // (truth, read), the first few
+  std::vector<std::pair<std::string, std::string>> mistakes;  // (truth, read), the first max_mistakes
 };
 EvalResult evaluate(CaptchaModel& model, minidl::DataLoader& loader, const std::string& charset,
-                    minidl::Device device, const std::string& title);
+                    minidl::Device device, const std::string& title, int64_t max_mistakes = 8);
 // Evaluation batch size: large on a GPU, moderate on the CPU (convolution buffers grow with it).
 int64_t eval_batch_size(minidl::Device device);
 

@@ -1,12 +1,15 @@
 // examples/captcha/eval.cpp — `captcha eval` and `captcha predict` with a model saved by `captcha train`.
 //
 //   captcha eval --model FILE [--data DIR | --count N] [--seed S] [--device D] [--batch N] [--threads N]
-//                [--deterministic]
+//                [--deterministic] [--show-mistakes N]
 //       whole-captcha and per-character accuracy: on the labelled images of DIR, or on N fresh captchas
 //       (default 10,000) of seed S (default: the training seed + 2; training used seed and seed + 1) drawn
-//       with the charset, length and size recorded in the checkpoint.
+//       with the charset, length and size recorded in the checkpoint; the first N misread ones (default 8),
+//       saying so when there are more.
 //   captcha predict --model FILE IMAGE...
-//       the text read from each image (resized to the model's input size).
+//       the text read from each image (resized to the model's input size), how sure the model is of it
+//       (p: the probability of the whole text) and its least sure character:
+//         a.png: AB3XY  p=0.93  weakest: '3' 0.97
 // Both refuse a model whose outputs are NaN or infinite (finite weights can still be absurd: a file saved
 // by an older minidl after its run diverged), exit status 1: eval when its loss is, predict for each
 // such image.
@@ -39,7 +42,7 @@ namespace {
 
 struct EvalArgs {
   std::string model, data, device = "auto";
-  int64_t count = 10000, batch = 0;
+  int64_t count = 10000, batch = 0, show_mistakes = 8;
   uint64_t seed = 0;
   int threads = 0;
   bool deterministic = false;
@@ -83,13 +86,16 @@ int run_eval(const EvalArgs& a) {
   DataLoaderOptions lo;
   lo.batch_size = a.batch > 0 ? a.batch : eval_batch_size(device);
   DataLoader loader(data, lo);
-  const EvalResult r = evaluate(*loaded.model, loader, loaded.charset, device, "eval");
+  const EvalResult r = evaluate(*loaded.model, loader, loaded.charset, device, "eval", a.show_mistakes);
   // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not
   // numbers, and neither is the loss.
   MINIDL_CHECK(std::isfinite(r.loss), "'", a.model, "' gives a loss of ", number_str(r.loss),
                ": its outputs are NaN or infinite (weights of a run that diverged); train again");
   for (const auto& [truth, read] : r.mistakes)
     std::printf("  mistake: %s read as %s\n", truth.c_str(), read.empty() ? "(nothing)" : read.c_str());
+  if (r.count - r.correct > static_cast<int64_t>(r.mistakes.size()))
+    std::printf("  showing %zu of %lld mistakes (--show-mistakes N for more)\n", r.mistakes.size(),
+                static_cast<long long>(r.count - r.correct));
   std::printf("loss: %.4f\nwhole-captcha accuracy: %s (%lld/%lld)\nper-character accuracy: %s\n", r.loss,
               percent(r.sequence_accuracy).c_str(), static_cast<long long>(r.correct),
               static_cast<long long>(r.count), percent(r.character_accuracy).c_str());
@@ -116,8 +122,17 @@ int run_predict(const PredictArgs& a) {
       const NonFinite bad = first_non_finite(log_probs);
       MINIDL_CHECK(!bad.found(), path, ": the model's output is ", number_str(bad.value), ": '", a.model,
                    "' holds weights of a run that diverged; train again");
-      const std::string text = ctc_greedy_decode_text(log_probs, loaded.charset)[0];
-      std::printf("%s: %s\n", path.c_str(), text.c_str());
+      // How sure: p, the probability of the text (the CTC sum over its alignments), and the weakest
+      // character's probability (nn/ctc_decode.h ctc_greedy_confidence).
+      const CtcConfidence sure = ctc_greedy_confidence(log_probs);
+      const std::string text = ctc_classes_to_text(sure.classes, loaded.charset);
+      const int64_t weak = sure.weakest();
+      char weakest[64] = "";
+      if (weak >= 0)
+        std::snprintf(weakest, sizeof weakest, "  weakest: '%c' %.2f", text[weak], sure.character_probability[weak]);
+      char p[32];  // two decimals, or the order of magnitude of a small probability ("4e-05")
+      std::snprintf(p, sizeof p, sure.text_probability >= 0.01 ? "%.2f" : "%.0e", sure.text_probability);
+      std::printf("%s: %s  p=%s%s\n", path.c_str(), text.empty() ? "(nothing)" : text.c_str(), p, weakest);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "captcha: %s\n", e.what());
       ++failures;
@@ -145,6 +160,9 @@ Command add_eval_command(CLI::App& parent) {
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")
       ->capture_default_str()
       ->check(number_in(FlagRange::whole<int>(0, kMaxThreads)));
+  cmd->add_option("--show-mistakes", a->show_mistakes, "list at most N misread captchas")
+      ->capture_default_str()
+      ->check(number_in(FlagRange::whole<int64_t>(0)));
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable)");
   cmd->add_flag("--deterministic", a->deterministic, "on a GPU, only deterministic algorithms");
   return {cmd, [a] { return run_eval(*a); }};

@@ -29,13 +29,9 @@
 // fingerprint differs from the file's, naming --data or --val-data (--resume-other-data goes on, saying
 // so: examples/run_state.h). --deterministic: the same bits on a GPU for the same flags
 // (core/determinism.h); the CPU always gives them for the same --threads and OMP_NUM_THREADS.
-// Going on: --resume with a larger --epochs (or --steps) extends a run, finished or not: the cosine
-// schedule is recomputed for the new total and set to the saved step (the log gives the lr; fewer steps
-// than done are refused). --init-from FILE starts a new run from FILE's weights with a new optimizer,
-// schedule and position, e.g. fine-tuning the generated-captcha model on one's own --data folder (the
-// model flags must be FILE's: examples/run_start.h). The progress line and each epoch's summary give the
-// whole run's time left; on a CPU a run projected past an hour says so after 5 steps and points to
-// --recipe cpu (examples/run_estimate.h, examples/captcha/recipe.cpp).
+// Going on: --resume with a larger --epochs extends a run (the schedule recomputed for the new total), and
+// --init-from FILE starts a new run from FILE's weights, e.g. to fine-tune on a folder (examples/run_start.h);
+// the run's time left and the long-CPU-run warning: examples/run_estimate.h; --recipe cpu: recipe.cpp.
 // --distributed: one rank of a data-parallel job, `mpirun -np N captcha train --distributed ...`
 // (docs/distributed.md): --batch stays the global batch; each rank trains on its part of every batch and
 // validates on its part of the validation set; gradients, losses and accuracies are summed over the ranks
@@ -63,6 +59,7 @@
 #include "examples/best_checkpoint.h"
 #include "examples/captcha/common.h"
 #include "examples/captcha/loss_log.h"
+#include "examples/captcha/plateau_hint.h"
 #include "examples/captcha/train.h"
 #include "examples/captcha/train_step.h"
 #include "examples/flags.h"
@@ -260,10 +257,12 @@ int run_train(const TrainArgs& a) {
   parts.program_metadata = [&best] { return best.metadata(); };
   parts.epochs = epochs;
   parts.total_steps = total_steps;
-  // An evaluation's cost guessed in training steps: a forward pass is about a third of a step.
   parts.eval_steps_guess = static_cast<double>(data.validation->size()) / static_cast<double>(a.batch) / 3;
   parts.on_cpu = !device.is_cuda();
   parts.long_run_hint = "the CPU recipe learns 4-digit captchas in minutes: captcha train --recipe cpu";
+  parts.metrics = metrics.get();  // --metrics-every: per-step records
+  parts.metrics_every = a.metrics_every;
+  parts.loss_key = "loss";
   examples::TrainingLoop loop(std::move(parts));
   if (!a.run.resume.empty()) loop.announce_resume(a.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
@@ -282,6 +281,7 @@ int run_train(const TrainArgs& a) {
   std::unique_ptr<GraphedTrainStep> graphed;  // the step replayed from a CUDA graph (train_step.h)
   if (use_cuda_graph) graphed = std::make_unique<GraphedTrainStep>(*model, optimizer, device);
   int64_t step = start.step;
+  PlateauHint plateau;
   for (int64_t epoch = start.epoch + 1; epoch <= epochs && step < total_steps; ++epoch) {
     model->train();
     // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
@@ -292,7 +292,8 @@ int run_train(const TrainArgs& a) {
     Progress progress(str_cat("epoch ", epoch, "/", epochs), epoch_steps);
     loop.begin_epoch(epoch, progress);  // the whole run's time left, in the progress line
     LossLog losses(guard);
-    const examples::EpochSums sums{[&] { losses.flush(); }, [&] { return losses.sums(); }};
+    const examples::EpochSums sums{[&] { losses.flush(); }, [&] { return losses.sums(); },
+                                   [&] { return std::pair(losses.sums()[0], losses.sums()[1]); }};
     int64_t samples_before = 0;  // of this epoch, trained before this invocation
     if (resumed_mid_epoch) {
       if (root) losses.restore(start.epoch_sums);
@@ -351,6 +352,8 @@ int run_train(const TrainArgs& a) {
                   run_left.c_str());
     progress.finish(summary);
     if (graphed && epoch == start.epoch + 1) std::printf("captcha: CUDA graphs: %s\n", graphed->describe().c_str());
+    const std::string hint = plateau.after_epoch(val.sequence_accuracy);  // examples/captcha/plateau_hint.h
+    if (!hint.empty()) std::printf("captcha: %s\n", hint.c_str());
     if (metrics)
       metrics->write({{"epoch", epoch},
                       {"step", step},
@@ -360,6 +363,7 @@ int run_train(const TrainArgs& a) {
                       {"val_accuracy", val.sequence_accuracy},
                       {"val_char_accuracy", val.character_accuracy},
                       {"seconds", seconds},
+                      {"seconds_since_start", loop.seconds_since_start()},
                       {"train_seconds", train_seconds},
                       {"images_per_second", images_per_second},
                       {"lr", optimizer.lr()},

@@ -28,6 +28,7 @@ struct TrainArgs {
   double augment_strength = 1.0;
   double weight_decay = -1;  // < 0: not given (0.01 with --data, else 0)
   int64_t early_stop = 0;
+  int64_t metrics_every = 0;  // --metrics-every N: a per-step record every N steps (0: per epoch only)
   CLI::Option* augment_flag = nullptr;
   CLI::Option* augment_strength_flag = nullptr;
   int64_t steps = 0, epochs = 12, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;

@@ -4,7 +4,7 @@
 //
 //   captcha train [--device auto|cpu|cuda] [--steps N | --epochs N] [--epoch-size N] [--batch N] [--lr X]
 //                 [--schedule cosine|constant] [--data DIR] [--val-data DIR] [--val-count N] [--charset S]
-//                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE] [--save FILE]
+//                 [--length N|A-B] [--width W --height H] [--seed N] [--metrics FILE [--metrics-every N]] [--save FILE]
 //                 [--kernel OP=NAME]... [--threads N] [--rnn gru|lstm] [--gru auto|fused|composed|sequence]
 //                 [--channels A,B,...] [--convs-per-block N] [--hidden N] [--gru-layers N] [--dropout P]
 //                 [--save-every N] [--resume FILE] [--resume-other-data] [--stop-after-epochs N]
@@ -69,6 +69,10 @@ Command add_train_command(CLI::App& parent) {
                   "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
                   "appended to by --resume; any other file is refused)")
       ->check(non_empty());
+  cmd->add_option("--metrics-every", a->metrics_every,
+                  "with --metrics, also a record every N optimizer steps (the training loss over those "
+                  "steps, lr, seconds_since_start): curves finer than one point per epoch for `minidl plot`")
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   examples::add_run_flags(*cmd, a->run);  // --save, --resume, --save-every, --stop-after-* (examples/run_state.h)
   cmd->add_option("--kernel", a->kernels, "select a kernel, OP=NAME (repeatable; see `minidl kernels`)");
   cmd->add_option("--threads", a->threads, "threads rendering or decoding images (0: all hardware threads)")

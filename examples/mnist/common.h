@@ -28,6 +28,7 @@ struct TrainFlags {
   std::string data, device = "auto", metrics, schedule = "onecycle";
   int epochs = 3;
   int64_t batch = 64, limit = 0;
+  int64_t metrics_every = 0;  // --metrics-every N: a per-step record every N steps (0: per epoch only)
   double lr = 2e-3;
   double weight_decay = 0;  // > 0: AdamW (decoupled weight decay)
   double val_split = -1;  // -1: not given (0.1 for a CSV file, 0 for the IDX files)

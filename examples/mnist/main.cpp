@@ -3,7 +3,7 @@
 //   mnist train [--data DIR|FILE.csv] [--device auto|cpu|cuda] [--epochs N] [--batch N] [--lr X] [--limit N]
 //               [--val-split F] [--schedule onecycle|cosine|step|none] [--seed N] [--metrics FILE] [--weight-decay W]
 //               [--save FILE] [--save-every N] [--resume FILE [--resume-other-data]] [--stop-after-epochs N]
-//               [--stop-after-steps N] [--init-from FILE] [--save-best FILE] [--early-stop N]
+//               [--stop-after-steps N] [--metrics-every N] [--init-from FILE] [--save-best FILE] [--early-stop N]
 //               [--kernel OP=NAME]... [--deterministic] [--distributed] [--host-data]
 //               [--target-accuracy A] [--recipe default|fast] [--model mnist_cnn|mnist_cnn_bn]
 //               [--cuda-graph|--no-cuda-graph] [--precision fp32|tf32|bf16]
@@ -76,6 +76,10 @@ int main(int argc, char** argv) {
                   "write one JSON object per epoch to FILE (JSON Lines; a metrics log there is replaced, or "
                   "appended to by --resume; any other file is refused)")
       ->check(non_empty());
+  train_cmd->add_option("--metrics-every", tf.metrics_every,
+                  "with --metrics, also a record every N optimizer steps (the training loss over those "
+                  "steps, lr, seconds_since_start): curves finer than one point per epoch for `minidl plot`")
+      ->check(number_in(FlagRange::whole<int64_t>(1)));
   examples::add_run_flags(*train_cmd, tf.run);  // --save, --resume, --init-from, --save-every, --stop-after-*
   train_cmd->add_option("--save-best", tf.save_best,
                         "also save the model of the epoch with the best evaluation accuracy to FILE (ties: the "

@@ -12,7 +12,7 @@
 // --metrics writes per epoch: epoch, step (optimizer steps so far), images (training images this epoch),
 // train_loss, train_accuracy, test_loss and test_accuracy (val_loss and val_accuracy with --val-split),
 // seconds (the epoch's wall time, evaluation included), train_seconds, images_per_second (this
-// invocation's images / train_seconds), device, batch_size, lr.
+// invocation's images / train_seconds), device, batch_size, lr; --metrics-every N adds per-step records.
 // The loop is the usual one (examples/mnist/train_step.h): forward, cross-entropy, zero_grad, backward,
 // step; evaluation runs in eval() mode under NoGradGuard.
 // Nothing outside the step: on a GPU the training and test images are copied there once and every batch
@@ -246,7 +246,6 @@ int train(const TrainFlags& f) {
   parts.fingerprints = &data.fingerprints;
   parts.epochs = f.epochs;
   parts.total_steps = total_steps;
-  // An evaluation's cost guessed in training steps: a forward pass is about a third of a step.
   parts.eval_steps_guess = data.eval ? static_cast<double>(data.eval->size()) / static_cast<double>(f.batch) / 3 : 0;
   parts.on_cpu = !device.is_cuda();
   parts.long_run_hint = "for a shorter run: fewer --epochs, or --limit N to train on N images";
@@ -255,6 +254,9 @@ int train(const TrainFlags& f) {
     m["normalization"] = str_cat("(x/255 - ", kMnistMean, ") / ", kMnistStd);
     return m;
   };
+  parts.metrics = metrics.get();  // --metrics-every: per-step records, timed from the model's creation
+  parts.metrics_every = f.metrics_every;
+  parts.started = created;
   examples::TrainingLoop loop(std::move(parts));
   if (!f.run.resume.empty()) loop.announce_resume(f.run.resume, start, resumed, resume_notes);
   std::fflush(stdout);
@@ -275,7 +277,8 @@ int train(const TrainFlags& f) {
     Progress progress(str_cat("epoch ", epoch, "/", f.epochs), batches);
     loop.begin_epoch(epoch, progress);  // the whole run's time left, in the progress line
     RunningStats stats(&guard);
-    const examples::EpochSums sums{[&] { stats.flush(); }, [&] { return stats.sums(); }};
+    const examples::EpochSums sums{[&] { stats.flush(); }, [&] { return stats.sums(); },
+                                   [&] { return std::pair(stats.mean_loss() * stats.count(), double(stats.count())); }};
     // A run resumed in the middle of this epoch: its first epoch_step batches are done, and their sums
     // (over every rank) are in the file: rank 0 starts from them.
     const bool resumed_mid_epoch = epoch == start.epoch + 1 && start.mid_epoch();

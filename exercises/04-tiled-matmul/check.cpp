@@ -69,6 +69,7 @@ std::string check_may_decline(bool ta, bool tb, DType dtype) {
 
 int main(int argc, char** argv) {
   exercise::Checker c(argc, argv, {4, "a register- and cache-blocked matmul on the CPU", "exercises/04-tiled-matmul/matmul_tiled.cpp"});
+  c.require_cpu_features(MINIDL_EXERCISE_CPU_FEATURES, MINIDL_EXERCISE_VECTOR_FLAGS);  // exercises/CMakeLists.txt
   register_student_matmul();
 
   c.section("the kernel \"student\" against the naive reference (4 rows of c per pass; tiles of b: 128 x 256)");

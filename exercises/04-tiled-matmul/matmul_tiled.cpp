@@ -7,9 +7,11 @@
 //
 // Where the time goes. cpu/matmul_ikj.cpp computes  c[m, :] += a[m, k] * b[k, :]  with a stride-1,
 // vectorised inner loop. Each multiply-add of that loop loads b[k, j], loads c[m, j] and stores c[m, j]:
-// three memory operations per FMA, and the loads and stores, not the arithmetic, set its pace.
+// three memory operations per multiply-add, and the loads and stores, not the arithmetic, set its pace.
 //   - Register blocking (4a): update 4 rows of c together. For each k, the 4 values a[m+r, k] sit in
-//     registers, and each b[k, j] loaded feeds 4 FMAs: one load of b per 4 FMAs instead of one per FMA.
+//     registers, and each b[k, j] loaded feeds 4 multiply-adds instead of one. This file is compiled with
+//     -march=native (exercises/CMakeLists.txt), so on a CPU with FMA each multiply-add is one fused
+//     instruction; the library's ikj is built for plain x86-64 (SSE2): a multiply and an add, 4 floats wide.
 //   - Cache blocking (4b): for a large product all of b does not fit in the cache, and ikj streams b
 //     from memory again for every row of a. Working on a tile of kTileK rows x kTileN columns of b
 //     (128 x 256 floats = 128 KiB, inside a 1-2 MiB L2) for every row of a before moving to the next tile

@@ -34,8 +34,19 @@ namespace exercise {
 // The name every exercise registers the student's kernel under (the kernel table's "kernel" column).
 constexpr const char* kStudent = "student";
 
+// An exercise's number as `make exercise N=...` takes it: 4, or 4b for the second exercise of chapter 4.
+class Number {
+ public:
+  Number(int n) : text_(std::to_string(n)) {}             // NOLINT: implicit, so that {4, ...} reads naturally
+  Number(const char* text) : text_(text) {}               // NOLINT: {"4b", ...}
+  const char* c_str() const { return text_.c_str(); }
+
+ private:
+  std::string text_;
+};
+
 struct Info {
-  int number;
+  Number number;
   std::string title;
   std::string file;  // the student's file, from the repository root
 };
@@ -58,6 +69,10 @@ class Checker {
 
   // For GPU exercises: returns when a CUDA device is usable; otherwise prints why and exits 77 (skipped).
   void require_cuda();
+  // For the exercises whose file is compiled with vector flags (4, 4b): `features` is a comma-separated list of
+  // CPU features the flags let the compiler use ("avx2,fma,avx512f"). Returns when this CPU has them all
+  // (cpuid); otherwise prints which are missing and exits 77 (skipped): the binary was built for another CPU.
+  void require_cpu_features(const std::string& features, const std::string& flags);
 
   // Times kernels of `keys` with `minidl bench` (tools/bench/) in this process, where the student's kernel
   // is registered: `kernels` names the rows to show (names this build lacks are left out), `shapes` are
@@ -66,6 +81,9 @@ class Checker {
              const std::vector<std::string>& shapes, const std::string& device = "cpu");
   // For exercises whose key has no bench case: whether to time at all, and whether quickly.
   bool timing_wanted() const;
+  // Whether timing was asked for at all (not --no-bench, not --expect-fail), whatever the checks said: for
+  // a checker that times each passed part on its own (exercise 4b's rungs).
+  bool timing_requested() const { return bench_; }
   bool quick() const { return quick_bench_; }
 
   // Prints the summary and returns the exit code (see the header comment).

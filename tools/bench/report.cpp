@@ -137,8 +137,9 @@ void print_summary(std::FILE* out, const Report& r) {
   std::fprintf(out,
                "columns: GFLOP/s and GB/s from the counted FLOP and byte models (tools/bench/cases_*.cpp); vs "
                "VENDOR = the fastest vendor kernel's median time / this kernel's; max err = max |out - reference| "
-               "(WRONG above %.0e of max |reference|, %.0e for TF32 kernels); noisy = median more than 10%% above min\n",
-               kWrongRelativeError, kTf32RelativeError);
+               "(WRONG above %.0e of max |reference|, %.0e for TF32 kernels, %.0e for BF16 ones); noisy = median more "
+               "than 10%% above min\n",
+               kWrongRelativeError, kTf32RelativeError, kBf16RelativeError);
   if (noisy) std::fprintf(out, "%d row(s) noisy\n", noisy);
   int above_peak = 0;
   for (const Row& row : r.rows) above_peak += row.shown && row.gflops() > 1e-9 * r.machine.spec.peak_flops * 1.02;
