@@ -108,7 +108,7 @@ TEST_CASE("plot units: accuracy in percent, images/s, learning rate, time in sec
                                            Catch::Contains("epoch, train_loss"));
 }
 
-TEST_CASE("plot: per-step records draw the training loss every N steps; held-out curves stay per epoch",
+TEST_CASE("plot: per-step records draw the training loss every N steps, held-out curves stay per epoch",
           "[plot]") {
   const std::vector<PlotRun> runs = {{"run", parse_metrics_log(run_metrics(2, 10, /*every=*/2), "run.jsonl")}};
   PlotOptions o;
