@@ -1,10 +1,11 @@
 // examples/torch_weights.cpp — weights to and from PyTorch's names (examples/torch_weights.h).
 #include "examples/torch_weights.h"
 
+#include <algorithm>
 #include <set>
 
 #include "core/autograd.h"
-#include "core/strings.h"
+#include "core/error.h"
 
 using namespace minidl;
 
@@ -69,7 +70,7 @@ void load_torch_state(Module& model, const SafetensorsFile& file, const std::str
     std::string why;
     if (!missing.empty()) why += str_cat("; missing: ", some_names(missing));
     if (!unexpected.empty()) why += str_cat("; not in the model: ", some_names(unexpected));
-    if (!misshapen.empty()) why += str_cat("; other shapes: ", some_names(misshapen));
+    if (!misshapen.empty()) why += str_cat("; other shapes or dtypes: ", some_names(misshapen));
     throw Error(str_cat("'", path, "' does not hold this model's weights", why, " (", hint, ")"));
   }
   NoGradGuard no_grad;
