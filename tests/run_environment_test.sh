@@ -81,7 +81,7 @@ OMP_NUM_THREADS=1 "$mnist" bench --batch 2 --steps 1 --warmup 0 >"$dir/auto.log"
 if grep -q "^mnist: device cpu" "$dir/auto.log"; then
   grep -qxE "mnist: device cpu \(--device auto: (no usable GPU|this build has no CUDA support); \`minidl info\` says why\)" \
     "$dir/auto.log" || fail "--device auto on the CPU: not the short line"
-  [ "$(grep -c "device cpu" "$dir/auto.log")" -eq 1 ] || fail "--device auto on the CPU: said more than once"
+  [ "$(grep -c "^mnist: device cpu" "$dir/auto.log")" -eq 1 ] || fail "--device auto on the CPU: said more than once"
   "$minidl" info | grep -qE "^  (devices           none usable: |not available: )" || fail "minidl info: no reason for the CPU"
 else
   echo "note: a GPU is usable here: the no-GPU line is not checked"

@@ -92,11 +92,11 @@ TEST_CASE("safetensors: damaged files are refused with one line", "[safetensors]
   auto with_header = [&](const std::string& json) {
     std::string text = json;
     while (text.size() % 8) text += ' ';
-    std::vector<uint8_t> out(8);
-    for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(text.size() >> (8 * i));
-    out.insert(out.end(), text.begin(), text.end());
-    out.insert(out.end(), good.begin() + 8 + static_cast<std::ptrdiff_t>(n), good.end());
-    return out;
+    std::string all(8, '\0');
+    for (int i = 0; i < 8; ++i) all[i] = static_cast<char>(text.size() >> (8 * i));
+    all += text;
+    all.append(good.begin() + 8 + static_cast<std::ptrdiff_t>(n), good.end());
+    return std::vector<uint8_t>(all.begin(), all.end());
   };
   CHECK_THAT(parse_error(with_header("{not json")), Catch::Contains("not JSON"));
   CHECK_THAT(parse_error(with_header(R"({"a": {"dtype": "F16", "shape": [3], "data_offsets": [0, 6]}})")),
