@@ -1,5 +1,6 @@
 #include "core/backend.h"
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -72,7 +73,15 @@ Device choose_device(const std::string& flag, const std::string& program) {
     std::printf("%s: device cuda:0 (--device auto: a CUDA GPU is usable; --device cpu to use the CPU)\n", name);
     return Device::cuda(0);
   }
-  std::printf("%s: device cpu (--device auto: %s)\n", name, why.c_str());
+  // The reason can be a paragraph (driver and runtime versions, the CUDA error): `minidl info` prints it
+  // under CUDA, so a run says it once, short, and points there.
+  static std::atomic<bool> said_why{false};
+  const bool first = !said_why.exchange(true);
+  const std::string short_why = has_backend(DeviceType::cuda) ? "no usable GPU" : "this build has no CUDA support";
+  if (first)
+    std::printf("%s: device cpu (--device auto: %s; `minidl info` says why)\n", name, short_why.c_str());
+  else
+    std::printf("%s: device cpu (--device auto)\n", name);
   return Device::cpu();
 }
 

@@ -80,7 +80,8 @@ void check_environment();
 std::string why_no_gpu();
 
 // The device a program's --device flag names ("auto", "cpu", "cuda", "cuda:N"). "auto" picks cuda:0 when a
-// GPU is usable and the CPU otherwise; the choice and its reason are printed as "<program>: device ...".
+// GPU is usable and the CPU otherwise; the choice is printed as "<program>: device ...", without a GPU with
+// a short reason the first time in a process (why_no_gpu()'s whole text is in `minidl info`, under CUDA).
 Device choose_device(const std::string& flag, const std::string& program);
 
 }  // namespace minidl

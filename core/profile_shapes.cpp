@@ -88,7 +88,9 @@ std::string spec_of(const std::string& key, const std::vector<std::string>& part
   // fill (dst), dropout_mask (mask, offset_shift): the first part.
   static const std::set<std::string> kLastIsShape = {"neg",  "exp",        "log",        "sqrt",       "relu",
                                                       "sigmoid", "tanh",    "add_scalar", "mul_scalar", "pow_scalar",
-                                                      "add",  "sub",        "mul",        "div",        "relu_backward"};
+                                                      "add",  "sub",        "mul",        "div",        "relu_backward",
+                                                      "eq",   "ne",         "gt",         "ge",         "lt",
+                                                      "le"};
   if (in(key, kLastIsShape)) {
     const TensorPart out = tensor(parts.size() - 1);
     return out.ok ? join_dims(out.dims) : "";

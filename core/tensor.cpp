@@ -131,6 +131,33 @@ Tensor from_vector(const std::vector<double>& values, const Shape& shape, Tensor
   return host_generated(shape, options, [&](int64_t i) { return values[i]; });
 }
 
+namespace {
+// A typed vector: copied byte for byte when T is options.dtype's type, converted otherwise.
+template <class T>
+Tensor from_typed_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options) {
+  MINIDL_CHECK(static_cast<int64_t>(values.size()) == shape_numel(shape), "from_vector: ", values.size(),
+               " values for shape ", shape_str(shape));
+  if (options.dtype != dtype_of<T>())
+    return host_generated(shape, options, [&](int64_t i) { return static_cast<double>(values[i]); });
+  Tensor out = from_data(values.data(), shape, options.device);
+  if (options.requires_grad) out.requires_grad_(true);
+  return out;
+}
+}  // namespace
+
+Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions options) {
+  return from_typed_vector(values, shape, options);
+}
+Tensor from_vector(const std::vector<int32_t>& values, const Shape& shape, TensorOptions options) {
+  return from_typed_vector(values, shape, options);
+}
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, TensorOptions options) {
+  return from_typed_vector(values, shape, options);
+}
+Tensor from_vector(std::initializer_list<double> values, const Shape& shape, TensorOptions options) {
+  return from_vector(std::vector<double>(values), shape, options);
+}
+
 template <class T>
 Tensor from_data(const T* values, const Shape& shape, Device device) {
   Tensor host = empty(shape, TensorOptions(dtype_of<T>(), Device::cpu()));

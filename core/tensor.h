@@ -10,6 +10,7 @@
 // of the backward graph that produced a non-leaf tensor (core/autograd.h).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -154,8 +155,16 @@ Tensor rand(const Shape& shape, TensorOptions options = {});   // uniform [0, 1)
 Tensor randn(const Shape& shape, TensorOptions options = {});  // standard normal, from the global seed
 Tensor empty_like(const Tensor& t);
 Tensor zeros_like(const Tensor& t);
-// A tensor holding a copy of `values` (converted to options.dtype).
+// A tensor holding a copy of `values`, converted to options.dtype (float32 unless given):
+//   from_vector(std::vector<float>{...}, {2, 3})            float32
+//   from_vector(labels, {n}, DType::int64)                  labels a std::vector<int64_t> or <int32_t>
+//   from_vector({1, 2, 3}, {3})                             a braced list of numbers
+// Values whose type is options.dtype are copied exactly (an int64 above 2^53 too); others convert.
 Tensor from_vector(const std::vector<double>& values, const Shape& shape, TensorOptions options = {});
+Tensor from_vector(const std::vector<float>& values, const Shape& shape, TensorOptions options = {});
+Tensor from_vector(const std::vector<int32_t>& values, const Shape& shape, TensorOptions options = {});
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape, TensorOptions options = {});
+Tensor from_vector(std::initializer_list<double> values, const Shape& shape, TensorOptions options = {});
 template <class T>
 Tensor from_data(const T* values, const Shape& shape, Device device = default_device());
 

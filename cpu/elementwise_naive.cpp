@@ -62,6 +62,12 @@ void register_elementwise_naive_cpu() {
   register_kernel(keys::mul, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Mul>);
   register_kernel(keys::div, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Div>);
   register_kernel(keys::relu_backward, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::ReluBackward>);
+  register_kernel(keys::eq, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Eq>);
+  register_kernel(keys::ne, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Ne>);
+  register_kernel(keys::gt, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Gt>);
+  register_kernel(keys::ge, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Ge>);
+  register_kernel(keys::lt, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Lt>);
+  register_kernel(keys::le, DeviceType::cpu, "naive", Priority::reference, d, binary_naive<fn::Le>);
 }
 
 }  // namespace minidl

@@ -202,6 +202,12 @@ void register_elementwise_cuda() {
   register_kernel(keys::mul, gpu, v1, Priority::portable, d1, binary_v1<fn::Mul>);
   register_kernel(keys::div, gpu, v1, Priority::portable, d1, binary_v1<fn::Div>);
   register_kernel(keys::relu_backward, gpu, v1, Priority::portable, d1, binary_v1<fn::ReluBackward>);
+  register_kernel(keys::eq, gpu, v1, Priority::portable, d1, binary_v1<fn::Eq>);
+  register_kernel(keys::ne, gpu, v1, Priority::portable, d1, binary_v1<fn::Ne>);
+  register_kernel(keys::gt, gpu, v1, Priority::portable, d1, binary_v1<fn::Gt>);
+  register_kernel(keys::ge, gpu, v1, Priority::portable, d1, binary_v1<fn::Ge>);
+  register_kernel(keys::lt, gpu, v1, Priority::portable, d1, binary_v1<fn::Lt>);
+  register_kernel(keys::le, gpu, v1, Priority::portable, d1, binary_v1<fn::Le>);
 
   const char* v2 = "v2_vectorized";
   const char* d2 = "float4 loads/stores, grid-stride, scalar tail; contiguous 16-byte aligned float32 only";
@@ -220,6 +226,12 @@ void register_elementwise_cuda() {
   register_kernel(keys::mul, gpu, v2, Priority::tuned, d2, binary_v2<fn::Mul>);
   register_kernel(keys::div, gpu, v2, Priority::tuned, d2, binary_v2<fn::Div>);
   register_kernel(keys::relu_backward, gpu, v2, Priority::tuned, d2, binary_v2<fn::ReluBackward>);
+  register_kernel(keys::eq, gpu, v2, Priority::tuned, d2, binary_v2<fn::Eq>);
+  register_kernel(keys::ne, gpu, v2, Priority::tuned, d2, binary_v2<fn::Ne>);
+  register_kernel(keys::gt, gpu, v2, Priority::tuned, d2, binary_v2<fn::Gt>);
+  register_kernel(keys::ge, gpu, v2, Priority::tuned, d2, binary_v2<fn::Ge>);
+  register_kernel(keys::lt, gpu, v2, Priority::tuned, d2, binary_v2<fn::Lt>);
+  register_kernel(keys::le, gpu, v2, Priority::tuned, d2, binary_v2<fn::Le>);
 }
 
 }  // namespace minidl

@@ -36,6 +36,13 @@ struct Add { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const 
 struct Sub { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a - b; } };
 struct Mul { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a * b; } };
 struct Div { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a / b; } };
+// comparisons: 1 where the relation holds, else 0 (in T: minidl has no bool dtype)
+struct Eq { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a == b ? T(1) : T(0); } };
+struct Ne { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a != b ? T(1) : T(0); } };
+struct Gt { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a > b ? T(1) : T(0); } };
+struct Ge { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a >= b ? T(1) : T(0); } };
+struct Lt { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a < b ? T(1) : T(0); } };
+struct Le { template <class T> MINIDL_HOST_DEVICE T operator()(T a, T b) const { return a <= b ? T(1) : T(0); } };
 // relu'(x) * g: the gradient passes where the input was positive (a = g, b = x).
 struct ReluBackward { template <class T> MINIDL_HOST_DEVICE T operator()(T g, T x) const { return x > T(0) ? g : T(0); } };
 

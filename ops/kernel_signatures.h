@@ -63,6 +63,17 @@ inline const KernelKey<BinaryKernel> relu_backward{"relu_backward"};
 inline const KernelKey<BinaryKernel> sub{"sub"};
 }  // namespace keys
 
+// Keys: "eq" "ne" "gt" "ge" "lt" "le", the comparisons: out = (a OP b) ? 1 : 0, in a's floating dtype
+// (minidl has no bool dtype). The BinaryKernel signature and layouts: a and b broadcast, any strides.
+namespace keys {
+inline const KernelKey<BinaryKernel> eq{"eq"};
+inline const KernelKey<BinaryKernel> ge{"ge"};
+inline const KernelKey<BinaryKernel> gt{"gt"};
+inline const KernelKey<BinaryKernel> le{"le"};
+inline const KernelKey<BinaryKernel> lt{"lt"};
+inline const KernelKey<BinaryKernel> ne{"ne"};
+}  // namespace keys
+
 // Keys "copy", "cast" (CopyKernel) and "fill" (FillKernel): in core/tensor_kernels.h, included above, as the
 // Tensor itself dispatches them (to(), contiguous(), zeros()).
 

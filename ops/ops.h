@@ -30,6 +30,22 @@ Tensor sqrt(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
+// Comparisons (ops/compare.cpp): 1 where a OP b holds, else 0, broadcast like add. No gradient (the
+// result is piecewise constant): the output never requires grad. Floating inputs give their dtype;
+// integer inputs (argmax's int64) are compared as float64 (exact below 2^53) and give float64. So
+// accuracy is mean(eq(argmax(logits, 1), labels)).item<double>().
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double s);
+Tensor ne(const Tensor& a, double s);
+Tensor gt(const Tensor& a, double s);
+Tensor ge(const Tensor& a, double s);
+Tensor lt(const Tensor& a, double s);
+Tensor le(const Tensor& a, double s);
 // The shape two tensors broadcast to; throws naming `op` when they cannot.
 Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
 // Sums g over the dims that broadcasting expanded, so the result has `shape` (used by gradients).

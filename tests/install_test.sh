@@ -4,9 +4,10 @@
 #      may point back into the source or build tree);
 #   2. examples/standalone/ configured against it with find_package(minidl) (CMAKE_PREFIX_PATH), built
 #      and run: it trains a two-layer network and exits non-zero unless it learned its toy problem;
-#   3. with nothing but `pkg-config --cflags --libs minidl`: every installed header compiled (none may
-#      need a file that was not installed), and a one-file program compiled, linked and run (a 2x2
-#      matmul with known values).
+#   3. with nothing but `pkg-config --cflags --libs minidl`: every installed header compiled as
+#      <minidl/...> (none may need a file that was not installed, or include one outside minidl/), and a
+#      one-file program that includes <minidl/minidl.h> compiled, linked and run (a 2x2 matmul with
+#      known values, checked with eq).
 # CXX is the compiler minidl was built with; $MINIDL_TEST_CXXFLAGS and $MINIDL_TEST_LDFLAGS, the options
 # its build gave every target (a sanitizer build's), are given to these programs too. Everything is
 # removed afterwards.
@@ -41,7 +42,8 @@ prefix=$work/prefix
 library=$(find "$prefix" -name libminidl.a)
 [ -n "$library" ] || fail "no libminidl.a under the prefix"
 libdir=$(dirname "$library")
-for f in include/minidl/core/tensor.h include/minidl/ops/ops.h include/minidl/nn/layers.h bin/minidl; do
+for f in include/minidl/minidl.h include/minidl/core/tensor.h include/minidl/ops/ops.h include/minidl/nn/layers.h \
+         bin/minidl; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 for f in cmake/minidl/minidlConfig.cmake cmake/minidl/minidlConfigVersion.cmake pkgconfig/minidl.pc; do
@@ -49,6 +51,10 @@ for f in cmake/minidl/minidlConfig.cmake cmake/minidl/minidlConfigVersion.cmake 
 done
 if grep -rlF -e "$src" -e "$build" "$libdir/cmake" "$libdir/pkgconfig" "$prefix/include"; then
   fail "the files above name the source or build tree"
+fi
+# Installed headers name each other under minidl/ (the include path is <prefix>/include alone).
+if grep -rnE '#include "(core|ops|nn|dist)/' "$prefix/include"; then
+  fail "the installed headers above include a path outside minidl/"
 fi
 echo "installed: $(find "$prefix" -type f | wc -l) files"
 
@@ -63,20 +69,22 @@ quiet cmake --build "$work/standalone"
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 read -r -a flags <<<"$(pkg-config --cflags --libs minidl)"
 (cd "$prefix/include/minidl" && find . -name '*.h' | sort) | while read -r header; do
-  echo "#include \"${header#./}\""
+  echo "#include <minidl/${header#./}>"
 done >"$work/all_headers.cpp"
 quiet "$cxx" -std=c++17 -fsyntax-only "${extra_cxxflags[@]}" "$work/all_headers.cpp" "${flags[@]}"
 echo "headers: all $(wc -l <"$work/all_headers.cpp") compile with the installed include directory alone"
 cat >"$work/matmul.cpp" <<'EOF'
 #include <cstdio>
-#include "core/tensor.h"
-#include "ops/ops.h"
+#include <minidl/minidl.h>
 int main() {
   using namespace minidl;
   const Tensor a = from_vector({1, 2, 3, 4}, {2, 2}, Device::cpu());
-  const std::vector<float> c = matmul(a, a).to_vector<float>();  // [[7, 10], [15, 22]]
-  std::printf("pkg-config program: [[%g, %g], [%g, %g]]\n", c[0], c[1], c[2], c[3]);
-  return c == std::vector<float>{7, 10, 15, 22} ? 0 : 1;
+  const Tensor product = matmul(a, a);
+  const std::vector<float> c = product.to_vector<float>();  // [[7, 10], [15, 22]]
+  const std::vector<float> want{7, 10, 15, 22};
+  const double agree = mean(eq(product, from_vector(want, {2, 2}))).item<double>();  // 1: all four equal
+  std::printf("pkg-config program: [[%g, %g], [%g, %g]], %g of them as expected\n", c[0], c[1], c[2], c[3], agree);
+  return c == want && agree == 1.0 ? 0 : 1;
 }
 EOF
 quiet "$cxx" -std=c++17 -O1 "${extra_cxxflags[@]}" "$work/matmul.cpp" -o "$work/matmul" "${flags[@]}" \

@@ -5,6 +5,7 @@
 #   - OMP_NUM_THREADS = cores + 1 always exceeds the free cores (cores minus the load, never above the
 #     cores), so the warning appears whatever the machine's load: "<program>: warning: N OpenMP thread(s)
 #     but C cores ... set OMP_NUM_THREADS=... or run on an idle machine" (minidl bench's "machine:" line too);
+#   - --device auto without a GPU: one short line pointing to `minidl info`, which gives the reason;
 #   - in a build with CUDA kernels, --kernel matmul=cublas in a CPU run: "... selects a cuda kernel; this run
 #     uses cpu only", also from MINIDL_KERNELS.
 # Without threads above the cores the warning depends on the load: tests/test_run_environment.cpp checks
@@ -74,6 +75,16 @@ if "$minidl" kernels --op matmul --device cuda | grep -q " cublas "; then
     fail "no warning for MINIDL_KERNELS=matmul=cublas in a CPU run"
 else
   echo "note: the --kernel check left out: this build has no CUDA kernels"
+fi
+# --device auto without a usable GPU: one short line; the whole reason is `minidl info`'s, under CUDA.
+OMP_NUM_THREADS=1 "$mnist" bench --batch 2 --steps 1 --warmup 0 >"$dir/auto.log" 2>&1 || fail "mnist bench --device auto"
+if grep -q "^mnist: device cpu" "$dir/auto.log"; then
+  grep -qxE "mnist: device cpu \(--device auto: (no usable GPU|this build has no CUDA support); \`minidl info\` says why\)" \
+    "$dir/auto.log" || fail "--device auto on the CPU: not the short line"
+  [ "$(grep -c "^mnist: device cpu" "$dir/auto.log")" -eq 1 ] || fail "--device auto on the CPU: said more than once"
+  "$minidl" info | grep -qE "^  (devices           none usable: |not available: )" || fail "minidl info: no reason for the CPU"
+else
+  echo "note: a GPU is usable here: the no-GPU line is not checked"
 fi
 # A selection the run does use: no such warning.
 grep -q "selects a" "$dir/mnist_bench.log" && fail "a warning about a selection that was not made"

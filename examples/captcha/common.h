@@ -28,6 +28,8 @@ Command add_train_command(CLI::App& parent);    // examples/captcha/train_flags.
 Command add_eval_command(CLI::App& parent);     // examples/captcha/eval.cpp
 Command add_predict_command(CLI::App& parent);  // examples/captcha/eval.cpp
 Command add_bench_command(CLI::App& parent);    // examples/captcha/bench.cpp
+Command add_export_command(CLI::App& parent);   // examples/captcha/exchange.cpp
+Command add_import_command(CLI::App& parent);   // examples/captcha/exchange.cpp
 
 // ---- flags
 // The image sizes the generator draws and the model reads (examples/data/captcha_gen.h check_captcha_options).

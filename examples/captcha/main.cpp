@@ -7,6 +7,8 @@
 //   captcha eval --model FILE [--data DIR] ...      examples/captcha/eval.cpp
 //   captcha predict --model FILE IMAGE...           examples/captcha/eval.cpp
 //   captcha bench [--device D] [--batch N] ...      examples/captcha/bench.cpp (training-step timing)
+//   captcha export --model FILE --safetensors OUT   examples/captcha/exchange.cpp (PyTorch's names)
+//   captcha import --safetensors IN --save FILE     examples/captcha/exchange.cpp
 // The model is in examples/captcha/model.h. Errors print "captcha: <message>" and exit with status 1
 // (2 for bad flags and for an output that names an input: nn/files.h; 3 when training diverged:
 // examples/train_guard.h).
@@ -28,7 +30,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<captcha::Command> commands = {captcha::add_gen_command(app), captcha::add_train_command(app),
                                                   captcha::add_eval_command(app), captcha::add_predict_command(app),
-                                                  captcha::add_bench_command(app)};
+                                                  captcha::add_bench_command(app), captcha::add_export_command(app),
+                                                  captcha::add_import_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -13,9 +13,11 @@
 //   mnist bench [--device auto|cpu|cuda] [--batch N] [--warmup N] [--steps N] [--json FILE] [--cuda-graph]
 //               [--model mnist_cnn|mnist_cnn_bn] [--precision fp32|tf32|bf16]
 //               (training-step timing on a synthetic batch: examples/mnist/bench.cpp)
+//   mnist export --model FILE --safetensors OUT [--sample FILE]     (PyTorch's names: examples/mnist/exchange.cpp)
+//   mnist import --safetensors IN --save FILE [--model mnist_cnn|mnist_cnn_bn]
 //
 // One file per subcommand: examples/mnist/train.cpp (what each train flag does), data.cpp (train's data),
-// recipe.cpp (train's --recipe fast), eval.cpp, predict.cpp, bench.cpp; what they share is in common.h and
+// recipe.cpp (train's --recipe fast), eval.cpp, predict.cpp, bench.cpp, exchange.cpp; what they share is in common.h and
 // common.cpp; the model is in model.h and one training step in train_step.h. This file holds the command
 // line and dispatches.
 // Errors print "mnist: <message>" and exit with status 1 (2 for bad flags and for an output that names an
@@ -33,6 +35,7 @@
 #include "examples/flags.h"
 #include "examples/mnist/bench.h"
 #include "examples/mnist/common.h"
+#include "examples/mnist/exchange.h"
 #include "examples/train_guard.h"
 #include "nn/files.h"
 #include "nn/layers.h"
@@ -152,6 +155,7 @@ int main(int argc, char** argv) {
   predict_cmd->add_option("--kernel", kernels, "select a kernel, OP=NAME (repeatable)");
 
   const mnist::BenchCommand bench_cmd = mnist::add_bench_command(app);
+  const mnist::ExchangeCommands exchange_cmds = mnist::add_exchange_commands(app);
 
   try {
     app.parse(argc, argv);
@@ -176,6 +180,7 @@ int main(int argc, char** argv) {
       return mnist::predict(model_path, images, device, kernels);
     }
     if (*bench_cmd.app) return bench_cmd.run();
+    if (*exchange_cmds.export_app || *exchange_cmds.import_app) return exchange_cmds.run();
   } catch (const OutputIsInputError& e) {
     return dist::report_error(e, "mnist", 2);  // an output names an input: a usage error (nn/files.h)
   } catch (const NonFiniteError& e) {

@@ -18,11 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"  // choose_device
-#include "core/random.h"   // manual_seed
-#include "nn/layers.h"     // Module, Linear, ReLU
-#include "nn/optim.h"      // Adam
-#include "ops/ops.h"       // cross_entropy, argmax
+#include <minidl/minidl.h>  // all of minidl: choose_device, manual_seed, Linear, Adam, cross_entropy, eq ...
 
 using namespace minidl;
 
@@ -48,18 +44,14 @@ struct Points {
 Points make_points(int64_t n, Device device) {
   const Tensor x = rand({n, 2}, Device::cpu()) * 2.0 - 1.0;
   const std::vector<float> xy = x.to_vector<float>();
-  std::vector<double> labels(static_cast<size_t>(n));
+  std::vector<int64_t> labels(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) labels[i] = xy[2 * i] * xy[2 * i + 1] > 0 ? 1 : 0;
   return {x.to(device), from_vector(labels, {n}, TensorOptions(DType::int64, device))};
 }
 
-// The fraction of points whose highest logit is their class.
+// The fraction of points whose highest logit is their class: eq gives 1 where they agree, 0 elsewhere.
 double accuracy(Module& net, const Points& points) {
-  const std::vector<int64_t> predicted = argmax(net(points.x), 1).to_vector<int64_t>();
-  const std::vector<int64_t> truth = points.y.to_vector<int64_t>();
-  int64_t correct = 0;
-  for (size_t i = 0; i < truth.size(); ++i) correct += predicted[i] == truth[i];
-  return static_cast<double>(correct) / static_cast<double>(truth.size());
+  return mean(eq(argmax(net(points.x), 1), points.y)).item<double>();
 }
 
 int main(int argc, char** argv) {

@@ -1,5 +1,5 @@
 // tools/bench/cases_elementwise.cpp — bench cases of the elementwise keys: unary (neg ... tanh), with a
-// scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward), copy, cast, fill,
+// scalar (add_scalar, mul_scalar, pow_scalar), binary (add ... relu_backward, eq ... le), copy, cast, fill,
 // dropout_mask, pack, and the fused bias_relu (forward and backward). All are memory-bound: GB/s is the number
 // to read, against the device's bandwidth.
 //
@@ -81,9 +81,12 @@ BenchCase unary_scalar_case(const std::string& key, const std::string& spec, Dev
 BenchCase binary_case(const std::string& key, const std::string& spec, Device d) {
   const Shape shape = read_shape(key, spec, kShapeSyntax);
   const double n = static_cast<double>(shape_numel(shape));
-  // relu_backward's b is x (its sign matters); div's b is kept away from 0.
+  // relu_backward's b is x (its sign matters), a comparison's b straddles a's values; div's b is kept
+  // away from 0.
+  const bool signed_b = key == "relu_backward" || key == "eq" || key == "ne" || key == "gt" || key == "ge" ||
+                        key == "lt" || key == "le";
   Tensor a = uniform_input(shape, -1, 1, d);
-  Tensor b = key == "relu_backward" ? uniform_input(shape, -1, 1, d) : positive_input(shape, d);
+  Tensor b = signed_b ? uniform_input(shape, -1, 1, d) : positive_input(shape, d);
   Tensor out = output(shape, d);
   BenchCase c;
   c.flops = n;
@@ -236,7 +239,7 @@ void add_elementwise_cases(std::vector<CaseFamily>& families) {
                       kElementwiseShapes,
                       shape_bytes(2),
                       unary_scalar_case});
-  families.push_back({MINIDL_BENCH_KEYS(BinaryKernel, {"add", "sub", "mul", "div", "relu_backward"}),
+  families.push_back({MINIDL_BENCH_KEYS(BinaryKernel, {"add", "sub", "mul", "div", "relu_backward", "eq", "ne", "gt", "ge", "lt", "le"}),
                       kShapeSyntax,
                       std::string(kShapeHelp) + " (both operands)",
                       "5x7",

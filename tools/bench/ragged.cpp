@@ -28,7 +28,8 @@ const std::map<std::string, std::string>& ragged_shapes() {
       {"neg", "37x53"}, {"exp", "37x53"}, {"log", "37x53"}, {"sqrt", "37x53"}, {"relu", "37x53"},
       {"sigmoid", "37x53"}, {"tanh", "37x53"}, {"add_scalar", "37x53"}, {"mul_scalar", "37x53"},
       {"pow_scalar", "37x53"}, {"add", "37x53"}, {"sub", "37x53"}, {"mul", "37x53"}, {"div", "37x53"},
-      {"relu_backward", "37x53"}, {"cast", "37x53"}, {"fill", "37x53"}, {"dropout_mask", "37x53"},
+      {"relu_backward", "37x53"}, {"eq", "37x53"}, {"ne", "37x53"}, {"gt", "37x53"}, {"ge", "37x53"},
+      {"lt", "37x53"}, {"le", "37x53"}, {"cast", "37x53"}, {"fill", "37x53"}, {"dropout_mask", "37x53"},
       {"copy", "37x53,t"},  // from a transposed view: the transposing kernels tile 32 x 32
       {"pack", "37x53x29"},
       {"bias_relu", "3x37x53"},
