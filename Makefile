@@ -68,13 +68,13 @@ captcha: deps all
 compare: deps all data
 	$(BUILD)/bin/minidl compare $(COMPARE_FLAGS)
 
-# The exercise's number without leading zeros (N=03 and N=3 are the same exercise).
+# The exercise's number without leading zeros (N=03 and N=3 are the same exercise; N=4b is exercise 4b).
 EXERCISE = $(shell echo "$(N)" | sed 's/^0*//')
 
 # A GPU exercise is built only where CMake found nvcc: in another build, say so (exit 2). A checker's exit 77
 # means skipped (no usable GPU; it says why): make reports it and exits 0, since the file compiled.
 exercise: configure
-	@if [ -z "$(EXERCISE)" ] || ! ls -d exercises/$$(printf %02d "$(EXERCISE)" 2>/dev/null)-* >/dev/null 2>&1; then \
+	@if [ -z "$(EXERCISE)" ] || ! ls -d exercises/*-*/ | grep -qE "^exercises/0*$(EXERCISE)-"; then \
 	  echo "usage: make exercise N=<number>   (the exercises: exercises/README.md)"; ls -d exercises/[0-9]*; exit 2; fi
 	@[ -f $(BUILD)/exercises/exercise_numbers.txt ] || cmake -S . -B $(BUILD) > /dev/null
 	@if ! grep -qx "$(EXERCISE)" $(BUILD)/exercises/exercise_numbers.txt; then \

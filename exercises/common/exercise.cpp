@@ -65,8 +65,8 @@ Checker::Checker(int argc, char** argv, Info info) : info_(std::move(info)) {
       bench_ = false;
     } else {
       std::fprintf(stderr,
-                   "exercise %d: unknown argument '%s'\nusage: %s [--no-bench] [--quick-bench] [--expect-fail]\n",
-                   info_.number, a.c_str(), argv[0]);
+                   "exercise %s: unknown argument '%s'\nusage: %s [--no-bench] [--quick-bench] [--expect-fail]\n",
+                   info_.number.c_str(), a.c_str(), argv[0]);
       std::exit(2);
     }
   }
@@ -76,7 +76,7 @@ Checker::Checker(int argc, char** argv, Info info) : info_(std::move(info)) {
   // before the student's kernel (the checker registers it next), as in any program that has run an op: of
   // kernels with equal priorities, the one registered first is tried first (exercise 3 checks a priority).
   KernelRegistry::instance();
-  std::printf("%sExercise %d: %s\nyour file: %s\n%s", kRule, info_.number, info_.title.c_str(), info_.file.c_str(),
+  std::printf("%sExercise %s: %s\nyour file: %s\n%s", kRule, info_.number.c_str(), info_.title.c_str(), info_.file.c_str(),
               kRule);
   std::fflush(stdout);
 }
@@ -136,9 +136,9 @@ void Checker::require_cuda() {
   if (why.empty()) return;
   std::printf(
       "\nSKIPPED: this exercise runs on an NVIDIA GPU, and none is usable here: %s\n"
-      "Your file compiled (so the compiler found no errors in it); run `make exercise N=%d` on a machine with a GPU\n"
+      "Your file compiled (so the compiler found no errors in it); run `make exercise N=%s` on a machine with a GPU\n"
       "to check it (docs/course/00-setup.md: building with CUDA, `minidl info`).\n",
-      why.c_str(), info_.number);
+      why.c_str(), info_.number.c_str());
   std::fflush(stdout);
   std::exit(77);
 }
@@ -199,11 +199,11 @@ void Checker::bench(const std::vector<std::string>& keys, const std::vector<std:
 int Checker::finish() {
   std::printf("\n%s", kRule);
   if (failures_.empty()) {
-    std::printf("Exercise %d: all %d checks passed.\n", info_.number, checks_);
+    std::printf("Exercise %s: all %d checks passed.\n", info_.number.c_str(), checks_);
   } else {
-    std::printf("Exercise %d: %zu of %d checks FAILED. Start with the first: \"%s\"\n", info_.number,
+    std::printf("Exercise %s: %zu of %d checks FAILED. Start with the first: \"%s\"\n", info_.number.c_str(),
                 failures_.size(), checks_, failures_.front().c_str());
-    std::printf("Edit %s, then run `make exercise N=%d` again.\n", info_.file.c_str(), info_.number);
+    std::printf("Edit %s, then run `make exercise N=%s` again.\n", info_.file.c_str(), info_.number.c_str());
   }
   std::printf("%s", kRule);
   std::fflush(stdout);

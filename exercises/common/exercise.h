@@ -33,8 +33,19 @@ namespace exercise {
 // The name every exercise registers the student's kernel under (the kernel table's "kernel" column).
 constexpr const char* kStudent = "student";
 
+// An exercise's number as `make exercise N=...` takes it: 4, or 4b for the second exercise of chapter 4.
+class Number {
+ public:
+  Number(int n) : text_(std::to_string(n)) {}             // NOLINT: implicit, so that {4, ...} reads naturally
+  Number(const char* text) : text_(text) {}               // NOLINT: {"4b", ...}
+  const char* c_str() const { return text_.c_str(); }
+
+ private:
+  std::string text_;
+};
+
 struct Info {
-  int number;
+  Number number;
   std::string title;
   std::string file;  // the student's file, from the repository root
 };

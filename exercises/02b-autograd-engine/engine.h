@@ -1,4 +1,4 @@
-// exercises/11-autograd-engine/engine.h — the mini autograd engine of exercise 11, given: a scalar Value in
+// exercises/02b-autograd-engine/engine.h — the mini autograd engine of exercise 2b, given: a scalar Value in
 // double precision, its graph nodes and the forward ops; and what the student's file (engine.cpp) defines,
 // the local gradients and the backward walk. Chapter: docs/course/02-autograd.md. Self-contained: it uses
 // nothing of minidl, so the whole engine fits in two files (micrograd's engine.py, in C++).

@@ -1,5 +1,5 @@
-// exercises/11-autograd-engine/check.cpp — the checker of exercise 11: each op's local gradient against a
-// finite difference (11a), then the backward walk (11b): leaves reached and accumulated, a node used twice,
+// exercises/02b-autograd-engine/check.cpp — the checker of exercise 2b: each op's local gradient against a
+// finite difference (2b.1), then the backward walk (2b.2): leaves reached and accumulated, a node used twice,
 // diamonds, each node run once, and a float64 finite-difference gradient check of whole expressions (a
 // neuron, a small MLP, micrograd's own test expression) whose messages say whether to blame an op or the walk.
 // `--stretch` adds a graph a million nodes deep (a recursive depth-first search overflows the stack there).
@@ -8,7 +8,7 @@
 #include <functional>
 #include <sstream>
 
-#include "exercises/11-autograd-engine/engine.h"
+#include "exercises/02b-autograd-engine/engine.h"
 #include "exercises/common/exercise.h"
 
 namespace exercise = minidl::exercise;
@@ -57,19 +57,19 @@ double numeric_derivative(const Build& f, std::vector<double> point, size_t i) {
   return (up - down) / (2 * h);
 }
 
-// The ops whose local gradient failed in 11a, to say where to look when a whole expression fails in 11b.
+// The ops whose local gradient failed in 2b.1, to say where to look when a whole expression fails in 2b.2.
 std::vector<std::string> failed_ops;
 
 std::string blame() {
   if (failed_ops.empty())
-    return "Every op's input_gradients passed 11a, so look at the walk: is every node run after all the nodes "
+    return "Every op's input_gradients passed 2b.1, so look at the walk: is every node run after all the nodes "
            "that use it (the order), and does each input get the SUM of what its users send (pending sums)?";
   std::string ops;
   for (const std::string& op : failed_ops) ops += (ops.empty() ? "" : ", ") + op;
-  return "input_gradients failed in 11a for: " + ops + ". Fix those first; this check uses them.";
+  return "input_gradients failed in 2b.1 for: " + ops + ". Fix those first; this check uses them.";
 }
 
-// 11a: input_gradients of the node that f builds from leaves at `point`, with g = 0.7, against g times the
+// 2b.1: input_gradients of the node that f builds from leaves at `point`, with g = 0.7, against g times the
 // finite difference of f for each input.
 std::string check_local(const std::string& op, const Build& f, const std::vector<double>& point) {
   const double g = 0.7;
@@ -97,7 +97,7 @@ std::string check_local(const std::string& op, const Build& f, const std::vector
   return os.str();
 }
 
-// 11b: backward(f(leaves)) against finite differences of f, for every leaf.
+// 2b.2: backward(f(leaves)) against finite differences of f, for every leaf.
 std::string gradcheck(const Build& f, const std::vector<double>& point) {
   const std::vector<Value> in = leaves(point);
   backward(f(in));
@@ -163,9 +163,9 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
   }
   exercise::Checker c(static_cast<int>(args.size()), args.data(),
-                      {11, "the autograd engine", "exercises/11-autograd-engine/engine.cpp"});
+                      {"2b", "the autograd engine", "exercises/02b-autograd-engine/engine.cpp"});
 
-  c.section("11a  input_gradients: each op's local gradient, against a finite difference (g = 0.7)");
+  c.section("2b.1  input_gradients: each op's local gradient, against a finite difference (g = 0.7)");
   struct Local {
     std::string op, where;
     Build f;
@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   for (const Local& l : locals)
     c.check(l.op + ": " + l.where, [&] { return check_local(l.op, l.f, l.point); });
 
-  c.section("11b  backward: the walk (order, pending sums, accumulation into leaves)");
+  c.section("2b.2  backward: the walk (order, pending sums, accumulation into leaves)");
   c.check("z = x * y: x.grad = y = -2, y.grad = x = 3", [] {
     Value x(3.0), y(-2.0);
     backward(x * y);
@@ -263,7 +263,7 @@ int main(int argc, char** argv) {
     return std::string();
   });
 
-  c.section("11b  backward: finite-difference gradient check of whole expressions (float64)");
+  c.section("2b.2  backward: finite-difference gradient check of whole expressions (float64)");
   c.check("a neuron: tanh(w1 x1 + w2 x2 + b)", [] {
     return gradcheck([](const std::vector<Value>& v) { return tanh(v[0] * v[1] + v[2] * v[3] + v[4]); },
                      {0.5, -1.2, 0.3, 0.8, 0.1});

@@ -1,6 +1,6 @@
-// exercises/11-autograd-engine/engine.cpp — EXERCISE 11 (reference solution): the local gradient of each op
+// exercises/02b-autograd-engine/engine.cpp — EXERCISE 2b (reference solution): the local gradient of each op
 // and the backward walk of a scalar autograd engine. The graph and the forward ops are in engine.h.
-#include "exercises/11-autograd-engine/engine.h"
+#include "exercises/02b-autograd-engine/engine.h"
 
 #include <unordered_map>
 #include <unordered_set>

@@ -1,10 +1,10 @@
-// exercises/11-autograd-engine/engine.cpp — EXERCISE 11: build the autograd engine. Write the local gradient
-// of each op (11a) and the backward walk (11b) of a scalar engine, as micrograd's engine.py does.
-// Read first: docs/course/02-autograd.md. Check your work: `make exercise N=11`.
+// exercises/02b-autograd-engine/engine.cpp — EXERCISE 2b: build the autograd engine. Write the local gradient
+// of each op (2b.1) and the backward walk (2b.2) of a scalar engine, as micrograd's engine.py does.
+// Read first: docs/course/02-autograd.md. Check your work: `make exercise N=2b`.
 //
 // engine.h gives the graph: a Value is a handle on a Node, which holds its value, the op that made it and
 // its inputs; the forward ops (add, mul, exp, ...) build the graph and compute values only.
-#include "exercises/11-autograd-engine/engine.h"
+#include "exercises/02b-autograd-engine/engine.h"
 
 #include <unordered_map>
 #include <unordered_set>
@@ -12,7 +12,7 @@
 namespace minidl {
 namespace engine {
 
-// EXERCISE 11a: given g = dL/d(node), return dL/d(input i) for each input, in order: by the chain rule,
+// EXERCISE 2b.1: given g = dL/d(node), return dL/d(input i) for each input, in order: by the chain rule,
 // g times d(node)/d(input i). Inputs' values: node.inputs[i]->value; the node's own value: node.value.
 std::vector<double> input_gradients(const Node& node, double g) {
   const size_t n = node.inputs.size();
@@ -36,7 +36,7 @@ std::vector<double> input_gradients(const Node& node, double g) {
   return {};
 }
 
-// EXERCISE 11b: the backward walk. L = root, so dL/d(root) = 1.
+// EXERCISE 2b.2: the backward walk. L = root, so dL/d(root) = 1.
 //   1. Order the graph: every node after all the nodes that use it (reverse post-order of a depth-first
 //      search from root; visit each node once, even one reached by several paths).
 //   2. Walk that order with a table of pending gradients (node -> the sum of what its users sent so far):
