@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
   });
 
   const bool units_passed = c.all_passed();
-  c.section("8b.6  MNIST: an Mlp(784, 512, 10), 3 epochs of Adam (lr 1e-3 halved each epoch, batches of 128), >= 98% on the test set");
+  c.section("8b.6  MNIST: an Mlp(784, 512, 10), 3 epochs of Adam (lr 1e-3 halved each epoch, batches of 64), >= 98% on the test set");
   bool skipped = false;
   if (!units_passed) {
     c.note("training skipped until every check above passes");
@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
         const Tensor test_x = test_set.inputs().reshape({test_set.size(), 784});
         manual_seed(1);
         stack::Mlp model(784, 512, 10);
-        stack::TrainConfig cfg;  // 3 epochs, batches of 128, Adam lr 1e-3 halved each epoch
+        stack::TrainConfig cfg;  // 3 epochs, batches of 64, Adam lr 1e-3 halved each epoch
         stack::train(model, train_x, train_set.targets(), cfg, [&](int epoch, double loss) {
           const double acc = stack::evaluate(model, test_x, test_set.targets(), 1000);
           const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -94,7 +94,7 @@ class Adam {
 // whole run. x [N, features] float32, y [N] int64.
 struct TrainConfig {
   int epochs = 3;
-  int64_t batch_size = 128;
+  int64_t batch_size = 64;
   uint64_t seed = 1;
   double lr_decay = 0.5;  // each epoch's learning rate is the previous one's times this
   AdamConfig adam;
