@@ -800,7 +800,7 @@ std::vector<double> tf32_atols(int64_t terms, size_t count) { return std::vector
 // For every CUDA kernel of `op`: f on the GPU gives the CPU reference's output and input gradients
 // (CPU with the naive kernels), and the kernels of every key in `keys` really ran. TF32 kernels
 // (is_tf32_kernel) are held to kTf32Rtol and tf32_atols instead: the output's, then each gradient's; an
-// op that has such a kernel must pass them.
+// op that has such a kernel must pass them. BF16 kernels to kBf16Rtol and 4 x tf32_atols.
 void check_op_on_gpu(const std::string& op, const std::vector<std::string>& keys, const OpFn& f,
                      const std::vector<Tensor>& inputs, double atol_out, const std::vector<double>& atol_grads,
                      const std::vector<double>& tf32_atols = {}) {
@@ -812,15 +812,17 @@ void check_op_on_gpu(const std::string& op, const std::vector<std::string>& keys
     if (d.is_cpu()) return;
     const GradRun got = run_with_grad(f, inputs, weight, d);
     for (const std::string& key : keys) CHECK(last_kernel(key, d.type) == name);
-    const bool tf32 = is_tf32_kernel(name);
+    // BF16 kernels (is_bf16_kernel, selected by name here) round to 7 mantissa bits where TF32 keeps 10:
+    // their bound is TF32's times 4 (tests/test_util.h).
+    const bool bf16 = is_bf16_kernel(name), tf32 = bf16 || is_tf32_kernel(name);
     if (tf32) REQUIRE(tf32_atols.size() == inputs.size() + 1);
-    const double rtol = tf32 ? kTf32Rtol : kRtol;
-    CHECK(compare(got.out, ref.out, rtol, tf32 ? tf32_atols[0] : atol_out) == "");
+    const double rtol = bf16 ? kBf16Rtol : tf32 ? kTf32Rtol : kRtol, scale = bf16 ? 4.0 : 1.0;
+    CHECK(compare(got.out, ref.out, rtol, tf32 ? scale * tf32_atols[0] : atol_out) == "");
     for (size_t i = 0; i < inputs.size(); ++i) {
       INFO("gradient of input " << i);
       REQUIRE(got.grads[i].defined());
       CHECK(got.grads[i].device() == d);
-      CHECK(compare(got.grads[i], ref.grads[i], rtol, tf32 ? tf32_atols[i + 1] : atol_grads[i]) == "");
+      CHECK(compare(got.grads[i], ref.grads[i], rtol, tf32 ? scale * tf32_atols[i + 1] : atol_grads[i]) == "");
     }
   });
 }

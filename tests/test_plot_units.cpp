@@ -172,9 +172,10 @@ TEST_CASE("plot: -o FILE.png writes a PNG of the chart's size, or is refused nam
     CHECK_THROWS_WITH(plot_files({dir + "/a.jsonl"}, {}, dir + "/none/t.png", o, stderr),
                       Catch::Contains("cannot write '" + dir + "/none/t.png'"));
   } else {
-    WARN("SKIPPED: this build has no cairo: checking that PNG is refused");
+    // A build without cairo's header, or a machine without the library (it is opened at run time).
+    WARN("SKIPPED: no cairo here (in the build or on this machine): checking that PNG is refused");
     CHECK_THROWS_WITH(plot_files({dir + "/a.jsonl"}, {}, png, o, stderr),
-                      Catch::Contains("without cairo") && Catch::Contains("libcairo2-dev"));
+                      Catch::Contains("cairo") && Catch::Contains("libcairo2") && Catch::Contains("write .svg"));
   }
   // Any other name is SVG.
   plot_files({dir + "/a.jsonl"}, {}, dir + "/t.svg", o, stderr);
