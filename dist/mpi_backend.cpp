@@ -25,8 +25,9 @@ MPI_Datatype mpi_type(DType t) {
     case DType::float64: return MPI_DOUBLE;
     case DType::int32: return MPI_INT32_T;
     case DType::int64: return MPI_INT64_T;
+    case DType::bfloat16: break;  // a storage type only: no collective carries it (gradients are float32)
   }
-  throw Error("mpi: unsupported dtype");
+  throw Error(str_cat("mpi: unsupported dtype ", dtype_name(t)));
 }
 
 // Calls fn(pointer, count) over consecutive chunks of at most INT_MAX elements of a contiguous tensor.

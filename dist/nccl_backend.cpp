@@ -33,8 +33,9 @@ ncclDataType_t nccl_type(DType t) {
     case DType::float64: return ncclFloat64;
     case DType::int32: return ncclInt32;
     case DType::int64: return ncclInt64;
+    case DType::bfloat16: break;  // a storage type only: no collective carries it (gradients are float32)
   }
-  throw Error("nccl: unsupported dtype");
+  throw Error(str_cat("nccl: unsupported dtype ", dtype_name(t)));
 }
 
 // CUDA events without timing, reused (creating one per collective would cost a driver call each time).

@@ -23,8 +23,9 @@ sed -i 's|{4, "a register- and cache-blocked matmul on the CPU"|{4, "a cache-til
   "$ex/04-tiled-matmul/check.cpp"
 # A README that no longer names the function the stub asks for.
 sed -i 's|`student_hypot`, ||' "$ex/02-gradient-formulas/README.md"
-# A bare/ version whose file is not the stub's.
-mkdir -p "$ex/03-dispatch/bare" && cp "$ex/03-dispatch/stub/relu_dispatch.cpp" "$ex/03-dispatch/bare/relu.cpp"
+# A bare/ version whose file is not the stub's (the committed bare/ file moved to another name).
+mkdir -p "$ex/03-dispatch/bare" && rm -f "$ex/03-dispatch/bare/"* &&
+  cp "$ex/03-dispatch/stub/relu_dispatch.cpp" "$ex/03-dispatch/bare/relu.cpp"
 
 if out="$(python3 "$check" --root "$tmp")"; then
   echo "FAIL: the planted breaks were not reported:"; echo "$out"; exit 1
