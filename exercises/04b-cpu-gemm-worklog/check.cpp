@@ -141,6 +141,14 @@ int omp_threads() {
 #endif
 }
 
+void set_omp_threads(int n) {
+#ifdef _OPENMP
+  omp_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
+
 std::string env_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v ? v : fallback;
@@ -274,7 +282,19 @@ int main(int argc, char** argv) {
     for (const Size& s : sizes) {
       std::string problem = "did not finish (an exception)";
       c.check(str_cat("rung ", r.number, ", ", s.M, " x ", s.N, " x ", s.K, " (M x N x K: ", s.why, ")"), [&] {
-        problem = check_rung(r, s.M, s.N, s.K);
+        if (!r.threaded) return problem = check_rung(r, s.M, s.N, s.K);
+        // The threaded rung runs with at least 4 threads, three times: a race (two threads writing one
+        // packed panel) must get the chance to show even where OMP_NUM_THREADS=1 or on a 2-core machine.
+        const int threads_before = omp_threads();
+        set_omp_threads(std::max(threads_before, 4));
+        for (int run = 0; run < 3 && (problem = check_rung(r, s.M, s.N, s.K)).empty(); ++run) {
+        }
+        // And once on a product with many panels per thread, where two threads' packing overlaps in time.
+        if (problem.empty() && &s == std::end(sizes) - 1) problem = check_rung(r, 606, 520, 300);
+        set_omp_threads(threads_before);
+        if (!problem.empty())
+          problem += " (with 4 or more threads: if it passes with one thread, threads share something they each "
+                     "write, such as one packed panel of a: a race)";
         return problem;
       });
       all = all && problem.empty();
