@@ -27,6 +27,10 @@
 #   lab2             issue 25: mnist and captcha bench with the default order and with --kernel '*=auto'
 #                    alternated twice, MINIDL_PROFILE=1 and =shapes on an MNIST step, its shapes benched,
 #                    matmul benched against a baseline of itself, a matmul size sweep (CSV and SVG)
+#   issue26          the new [cuda] paths (memory formats, CUDA graphs, bf16_wgmma, batch norm/pool/conv/CTC) and
+#                    memcheck over them, channels-last against NCHW and eager against the CUDA graph on both
+#                    examples' steps, the BF16 rung against cuBLAS, the GPU exercises 6 and 6b (needs their
+#                    binaries in $BUILD/bin)
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
