@@ -27,7 +27,7 @@ FUZZ_SECONDS ?= 60
 # never frees what MPI_Init allocates, much of it from plugins it loaded with dlopen, which LeakSanitizer's
 # fast unwinder cannot name to suppress; dist/ is still built and tested there, over one process
 # (dist/single_process.cpp), and the mpirun tests skip. make test and make test-clang run them with MPI.
-SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+SANITIZER_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 
 .PHONY: all configure deps test data mnist captcha compare exercise clean test-asan test-tsan test-clang fuzz fuzz-corpus
 
