@@ -1,8 +1,8 @@
 // examples/captcha/recipe.cpp — `captcha train --recipe cpu` (examples/captcha/train.h apply_recipe): the
 // settings of a short run that learns on a CPU, filled in where their flags were not given on the command
-// line, with one line saying which. The default model and 12 epochs of 64,000 captchas are a GPU run
-// (hours to a day on a small CPU); this recipe is the one measured in docs/results/captcha.md ("Measured
-// on the CPU": 4 digits, a slim model, 600 steps of 32, minutes on 2 cores, about 95% whole-captcha).
+// line, with one line saying which. The default model and 12 epochs of 64,000 captchas are a GPU run;
+// this recipe is the CPU run of docs/results/captcha.md ("Measured on the CPU": 4 digits, a slim model,
+// 600 steps of 32), where its time and accuracy are recorded.
 #include <cstdio>
 #include <string>
 
