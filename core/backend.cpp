@@ -29,6 +29,9 @@ double DeviceBackend::time_on_device(const std::function<void()>& work, int devi
 
 DeviceSpec DeviceBackend::spec(int) { return {}; }
 
+void* DeviceBackend::allocate_pinned_host(size_t) { return nullptr; }
+void DeviceBackend::deallocate_pinned_host(void*) {}
+
 void register_backend(DeviceType type, DeviceBackend* backend) { backends[static_cast<int>(type)] = backend; }
 
 bool has_backend(DeviceType type) {

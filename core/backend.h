@@ -30,8 +30,17 @@ class DeviceBackend {
   virtual void* allocate(size_t nbytes, int device_index) = 0;
   virtual void deallocate(void* ptr, size_t nbytes, int device_index) = 0;
 
-  // Copies of raw bytes. "host" means ordinary CPU memory. Copies to the host are complete when they
-  // return; the others may be asynchronous with respect to the host, ordered with the device's kernels.
+  // Page-locked ("pinned") host memory, what Tensor::pin_memory allocates: copies from it to this backend's
+  // devices do not make the host wait for the device's queue. nullptr from a backend that has none (the
+  // default, and the CPU's). A released block is reused only after the copies queued before its release
+  // have read it.
+  virtual void* allocate_pinned_host(size_t nbytes);
+  virtual void deallocate_pinned_host(void* ptr);
+
+  // Copies of raw bytes. "host" means CPU memory. Copies to the host are complete when they return; the
+  // others may be asynchronous with respect to the host, ordered with the device's kernels. A copy from
+  // ordinary host memory has read it when it returns; one from pinned memory may read it later, so the
+  // source must not be changed until the device has run the copy (synchronize), only released.
   virtual void copy_to_host(void* host_dst, const void* src, size_t nbytes, int device_index) = 0;
   virtual void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device_index) = 0;
   virtual void copy_on_device(void* dst, const void* src, size_t nbytes, int device_index) = 0;

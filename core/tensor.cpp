@@ -32,7 +32,18 @@ Storage::Storage(size_t n, Device d) : nbytes(n), device(d) {
   data = backend_for(d.type).allocate(n, d.index);
 }
 
-Storage::~Storage() { backend_for(device.type).deallocate(data, nbytes, device.index); }
+Storage::Storage(size_t n, PinnedHost, DeviceBackend& gpu_backend)
+    : nbytes(n), device(Device::cpu()), pinned_by(&gpu_backend) {
+  data = gpu_backend.allocate_pinned_host(n);
+  MINIDL_CHECK(data != nullptr, "pin_memory: this backend has no page-locked host memory");
+}
+
+Storage::~Storage() {
+  if (pinned_by != nullptr)
+    pinned_by->deallocate_pinned_host(data);
+  else
+    backend_for(device.type).deallocate(data, nbytes, device.index);
+}
 
 int64_t Tensor::size(int d) const {
   const int n = dim();
@@ -231,6 +242,26 @@ Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
   Tensor out = empty(shape(), TensorOptions(dtype(), device));
   copy_(out, *this);
+  return out;
+}
+
+bool Tensor::is_pinned() const { return impl_->storage && impl_->storage->pinned_by != nullptr; }
+
+Tensor Tensor::pin_memory() const {
+  MINIDL_CHECK(device().is_cpu(), "pin_memory: the tensor is on ", device().str(), "; only CPU tensors are pinned");
+  if (is_pinned()) return *this;
+  const std::string no_gpu = why_no_gpu();
+  MINIDL_CHECK(no_gpu.empty(), "pin_memory: page-locked memory serves copies to a GPU, and there is none (", no_gpu,
+               ")");
+  const Tensor src = contiguous();
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(src.numel() * dtype_size(src.dtype()), Storage::PinnedHost{},
+                                            backend_for(DeviceType::cuda));
+  impl->shape = src.shape();
+  impl->strides = contiguous_strides(src.shape());
+  impl->dtype = src.dtype();
+  Tensor out(impl);
+  if (out.numel() > 0) std::memcpy(out.raw_data(), src.raw_data(), out.numel() * dtype_size(out.dtype()));
   return out;
 }
 

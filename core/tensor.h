@@ -22,6 +22,7 @@
 namespace minidl {
 
 using Shape = std::vector<int64_t>;
+class DeviceBackend;  // core/backend.h
 
 int64_t shape_numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
@@ -29,6 +30,9 @@ Shape contiguous_strides(const Shape& shape);
 // A block of device memory, freed through its device's backend when the last tensor using it goes.
 struct Storage {
   Storage(size_t nbytes, Device device);
+  // CPU memory that is page-locked by `gpu_backend` (Tensor::pin_memory).
+  struct PinnedHost {};
+  Storage(size_t nbytes, PinnedHost, DeviceBackend& gpu_backend);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -36,6 +40,7 @@ struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
+  DeviceBackend* pinned_by = nullptr;  // the backend that page-locked this CPU memory, or null
 };
 
 struct Node;  // core/autograd.h
@@ -122,6 +127,12 @@ class Tensor {
   // requires_grad (move data and parameters before building a graph; nn::Module::to keeps the flags).
   Tensor to(Device device) const;  // this tensor if already there
   Tensor to(DType dtype) const;
+  // A contiguous copy of this CPU tensor in page-locked memory (this tensor if it already is pinned), from
+  // which copies to a GPU run without making the host wait for the GPU's queue. Such a copy reads the
+  // memory later, in the GPU's order: change a pinned tensor only after the GPU has run the copies that
+  // read it (synchronize); releasing it right away is safe. Throws when no usable CUDA device exists.
+  Tensor pin_memory() const;
+  bool is_pinned() const;
 
   // ---- values (copies to the host; synchronises with the device)
   template <class T>

@@ -59,9 +59,21 @@ void cuda_release_private_pool(int device, int pool_id);
 // parse_cuda_memory_limit (the syntax of MINIDL_CUDA_MEMORY_LIMIT) is in core/backend.h, so that a build
 // without CUDA checks the variable too.
 
+// ---- page-locked host memory (cuda/pinned_host.cu): what Tensor::pin_memory allocates
+struct PinnedHostStats {
+  size_t in_use = 0;              // bytes in blocks handed out (rounded to 4 KiB pages)
+  size_t cached = 0;              // bytes in released blocks kept for reuse
+  uint64_t host_alloc_calls = 0;  // cudaHostAlloc calls that succeeded
+  uint64_t reuses = 0;            // requests served by a released block whose copies had all run
+};
+PinnedHostStats cuda_pinned_host_stats();
+
 namespace cuda {
 // "1.50 GiB", "512.0 KiB", "17 B": for messages and `minidl info`.
 std::string format_bytes(size_t bytes);
+// The pinned cache itself (the CUDA backend's allocate_pinned_host / deallocate_pinned_host).
+void* allocate_pinned_host(size_t nbytes);
+void deallocate_pinned_host(void* ptr);
 }  // namespace cuda
 
 }  // namespace minidl

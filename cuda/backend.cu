@@ -275,12 +275,18 @@ class CudaBackend final : public DeviceBackend {
   }
 
   // From pageable host memory (what the CPU backend allocates) cudaMemcpyAsync returns once the bytes are
-  // staged in the driver's buffer, so the caller may free or change host_src right after the call.
+  // staged in the driver's buffer, so the caller may free or change host_src right after the call. From
+  // page-locked memory (Tensor::pin_memory) it returns at once and the copy runs in stream order: the
+  // caller may release host_src (the pinned cache reuses it only after the copy), not change it.
   void copy_from_host(void* dst, const void* host_src, size_t nbytes, int device) override {
     if (nbytes == 0) return;
     cuda::set_device(device);
     MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, nbytes, cudaMemcpyHostToDevice, cuda::stream(device)));
   }
+
+  // Page-locked host memory from the cache of cuda/pinned_host.cu.
+  void* allocate_pinned_host(size_t nbytes) override { return cuda::allocate_pinned_host(nbytes); }
+  void deallocate_pinned_host(void* ptr) override { cuda::deallocate_pinned_host(ptr); }
 
   void copy_on_device(void* dst, const void* src, size_t nbytes, int device) override {
     if (nbytes == 0) return;

@@ -78,6 +78,16 @@ cudaStream_t stream(int device) {
   return s.stream;
 }
 
+std::vector<int> devices_with_stream() {
+  std::vector<int> out;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    DeviceState& s = state(d);
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.stream != nullptr) out.push_back(d);
+  }
+  return out;
+}
+
 cublasHandle_t cublas_handle(int device) {
   cudaStream_t st = stream(device);  // before taking the lock: stream() takes it too
   DeviceState& s = state(device);

@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "core/error.h"
 #include "core/tensor.h"
@@ -31,6 +32,8 @@ const char* cublas_status_name(cublasStatus_t s);
 void set_device(int device);
 // The one stream of a device.
 cudaStream_t stream(int device);
+// The devices whose stream this process has created so far (the devices it uses), in index order.
+std::vector<int> devices_with_stream();
 // Library handles, created lazily per device and bound to stream(device).
 cublasHandle_t cublas_handle(int device);
 #ifdef MINIDL_WITH_CUDNN

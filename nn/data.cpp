@@ -9,6 +9,7 @@
 #include <numeric>
 #include <thread>
 
+#include "core/backend.h"
 #include "core/philox.h"
 #include "core/random.h"
 #include "ops/ops.h"
@@ -84,6 +85,11 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, const DataLoaderO
   MINIDL_CHECK(options_.shard_count >= 1 && options_.shard_index >= 0 && options_.shard_index < options_.shard_count,
                "DataLoader: shard ", options_.shard_index, " of ", options_.shard_count);
   seed_ = options_.seed ? *options_.seed : current_seed();
+  if (options_.pin_memory) {
+    const std::string no_gpu = why_no_gpu();
+    MINIDL_CHECK(no_gpu.empty(), "DataLoader: pin_memory is for batches copied to a GPU, and there is none (", no_gpu,
+                 ")");
+  }
   if (!options_.device.is_cpu())
     if (const auto* tensors = dynamic_cast<const TensorDataset*>(dataset_.get())) {
       resident_inputs_ = tensors->inputs().to(options_.device);
@@ -131,7 +137,7 @@ DataLoader::Epoch DataLoader::epoch(int64_t e, int64_t first_batch) {
     global_sizes.push_back(n);
   }
   if (resident()) return Epoch(resident_inputs_, resident_targets_, batches, std::move(global_sizes));
-  return Epoch(dataset_, std::move(batches), std::move(global_sizes), options_.prefetch);
+  return Epoch(dataset_, std::move(batches), std::move(global_sizes), options_.prefetch, options_.pin_memory);
 }
 
 // ------------------------------------------------------------------ Epoch and its prefetch thread
@@ -142,6 +148,7 @@ struct DataLoader::Epoch::Impl {
   std::shared_ptr<const Dataset> dataset;
   std::vector<std::vector<int64_t>> batches;
   std::vector<int64_t> global_sizes;  // Batch::global_size of each batch
+  bool pin_memory = false;            // CPU batches in page-locked memory
   size_t consumed = 0;  // batches handed to the consumer
 
   // A resident dataset: its tensors on the device, every batch's indices one after the other on the
@@ -158,6 +165,10 @@ struct DataLoader::Epoch::Impl {
       batch.targets = index_select(targets, 0, picks);
     } else {
       batch = dataset->get_batch(batches[k]);
+      if (pin_memory) {
+        batch.inputs = batch.inputs.pin_memory();
+        batch.targets = batch.targets.pin_memory();
+      }
     }
     batch.global_size = global_sizes[k];
     return batch;
@@ -205,13 +216,14 @@ struct DataLoader::Epoch::Impl {
 };
 
 DataLoader::Epoch::Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
-                         std::vector<int64_t> global_sizes, bool prefetch)
+                         std::vector<int64_t> global_sizes, bool prefetch, bool pin_memory)
     : impl_(std::make_unique<Impl>()) {
   MINIDL_CHECK(global_sizes.size() == batches.size(), "DataLoader::Epoch: ", batches.size(), " batches but ",
                global_sizes.size(), " global sizes");
   impl_->dataset = std::move(dataset);
   impl_->batches = std::move(batches);
   impl_->global_sizes = std::move(global_sizes);
+  impl_->pin_memory = pin_memory;
   if (prefetch && !impl_->batches.empty()) impl_->worker = std::thread([impl = impl_.get()] { impl->produce(); });
 }
 

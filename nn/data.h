@@ -16,6 +16,11 @@
 // exception thrown while assembling a batch is re-thrown to the consumer at that batch; leaving the loop
 // early (break, exception) stops and joins the worker.
 //
+// Batches for a GPU that are not resident there (generated, augmented or read on the fly) go up with
+// each step. Ordinary host memory makes that copy wait, as said below; with options.pin_memory the
+// batches are delivered in page-locked memory and the copy is queued without waiting: the host goes on
+// to queue the step's kernels while the GPU is still busy with the previous one.
+//
 // Data resident on the GPU (options.device = a GPU, with a TensorDataset): the loader copies the whole
 // dataset to that GPU once, at construction, and assembles every batch there: each epoch's order goes up
 // once (one int64 per sample), and batch b is index_select(inputs, 0, order[b*B .. b*B+B)) on the
@@ -109,6 +114,10 @@ struct DataLoaderOptions {
   // header comment) and prefetch is not used (nothing is left to do on the host). Any other dataset
   // delivers CPU batches whatever this says.
   Device device = Device::cpu();
+  // CPU batches in page-locked memory (Tensor::pin_memory; the prefetch thread copies each batch there),
+  // for a loop that copies them to a GPU: the copy then does not make the host wait for the GPU's queue
+  // (see the header comment). Needs a usable GPU; for a resident dataset it changes nothing.
+  bool pin_memory = false;
 };
 
 class DataLoader {
@@ -142,7 +151,7 @@ class DataLoader::Epoch {
  public:
   // batches: the sample indices of each batch; global_sizes: each batch's Batch::global_size.
   Epoch(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<int64_t>> batches,
-        std::vector<int64_t> global_sizes, bool prefetch);
+        std::vector<int64_t> global_sizes, bool prefetch, bool pin_memory = false);
   // Batches assembled on the device of `inputs` and `targets` (a resident dataset, no prefetch thread):
   // the indices of every batch go up in one copy.
   Epoch(Tensor inputs, Tensor targets, const std::vector<std::vector<int64_t>>& batches,

@@ -85,6 +85,7 @@ int run_eval(const EvalArgs& a) {
   }
   DataLoaderOptions lo;
   lo.batch_size = a.batch > 0 ? a.batch : eval_batch_size(device);
+  lo.pin_memory = device.is_cuda();  // the copy to the GPU does not wait for the previous batch
   DataLoader loader(data, lo);
   const EvalResult r = evaluate(*loaded.model, loader, loaded.charset, device, "eval", a.show_mistakes);
   // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not

@@ -126,7 +126,9 @@ int run_train(const TrainArgs& a) {
   const bool use_cuda_graph = examples::use_cuda_graph(device, a.cuda_graph, a.no_cuda_graph, a.distributed);
   if (root) examples::print_run_environment("captcha train", device, a.kernels);  // examples/run_environment.h
   const int threads = thread_count(a.threads);
-  TrainingData data = a.data.empty() ? generated_data(a, threads, shard) : folder_data(a, threads, shard);
+  // On a GPU the batches come in page-locked memory, so their copy does not wait for the previous step.
+  const bool pin = device.is_cuda();
+  TrainingData data = a.data.empty() ? generated_data(a, threads, shard, pin) : folder_data(a, threads, shard, pin);
   if (job) {  // this rank validates its part of the validation set
     const Range part = shard_range(data.validation->size(), job->rank, job->world_size);
     data.validation = std::make_shared<DatasetSlice>(data.validation, part.begin, part.end);
@@ -206,6 +208,7 @@ int run_train(const TrainArgs& a) {
   }
   DataLoaderOptions val_options;
   val_options.batch_size = eval_batch_size(device);
+  val_options.pin_memory = pin;
   DataLoader val_loader(data.validation, val_options);
   std::unique_ptr<MetricsWriter> metrics;
   if (!a.metrics.empty() && root)

@@ -67,9 +67,10 @@ struct TrainingData {
 };
 
 // Without --data: captchas rendered on the fly; validation on captchas of seed + 1, or on --val-data.
-TrainingData generated_data(const TrainArgs& a, int threads, Shard shard);
+// `pin_memory`: training batches in page-locked memory, for a GPU (DataLoaderOptions::pin_memory).
+TrainingData generated_data(const TrainArgs& a, int threads, Shard shard, bool pin_memory);
 // --data DIR: its labelled images, augmented each epoch; validation on --val-data, or on images held out.
-TrainingData folder_data(const TrainArgs& a, int threads, Shard shard);
+TrainingData folder_data(const TrainArgs& a, int threads, Shard shard, bool pin_memory);
 
 // The settings that make a run what it is, saved with every epoch ("run.*" metadata) and compared by
 // --resume (examples/captcha/train_settings.cpp); `weight_decay`: the one in use.

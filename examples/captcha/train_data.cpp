@@ -62,7 +62,7 @@ std::shared_ptr<TensorDataset> validation_folder(const TrainArgs& a, const std::
 
 }  // namespace
 
-TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
+TrainingData generated_data(const TrainArgs& a, int threads, Shard shard, bool pin_memory) {
   CaptchaOptions options;
   options.charset = a.charset;
   std::tie(options.min_length, options.max_length) = parse_length_range(a.length);
@@ -81,7 +81,7 @@ TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
   const int64_t per_epoch = d.batches_per_epoch * a.batch;
   const uint64_t seed = a.seed;
   const int64_t batch = a.batch;
-  d.loader = [options, seed, per_epoch, batch, threads, shard](int64_t epoch) {
+  d.loader = [options, seed, per_epoch, batch, threads, shard, pin_memory](int64_t epoch) {
     auto data = std::make_shared<GeneratedCaptchaDataset>(options, seed, per_epoch, threads,
                                                           static_cast<uint64_t>(epoch * per_epoch));
     DataLoaderOptions lo;
@@ -89,6 +89,7 @@ TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
     lo.drop_last = true;
     lo.shard_index = shard.index;
     lo.shard_count = shard.count;
+    lo.pin_memory = pin_memory;
     return DataLoader(data, lo);
   };
   // Validation: captchas of seed + 1, or the real images of --val-data (how well a model trained on
@@ -106,7 +107,7 @@ TrainingData generated_data(const TrainArgs& a, int threads, Shard shard) {
   return d;
 }
 
-TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
+TrainingData folder_data(const TrainArgs& a, int threads, Shard shard, bool pin_memory) {
   CaptchaFolderOptions fo;
   fo.width = a.width;
   fo.height = a.height;
@@ -164,7 +165,7 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
   d.augment = augment.describe();
   if (augment.any() && augment.strength != 1) d.augment += str_cat(" at strength ", a.augment_strength);
   // Each epoch reads the folder through an AugmentedDataset of that epoch (nn/augment.h).
-  d.loader = [train, seed, batch, drop_last, shard, augment, threads](int64_t epoch) {
+  d.loader = [train, seed, batch, drop_last, shard, augment, threads, pin_memory](int64_t epoch) {
     DataLoaderOptions lo;
     lo.batch_size = batch;
     lo.shuffle = true;
@@ -172,6 +173,7 @@ TrainingData folder_data(const TrainArgs& a, int threads, Shard shard) {
     lo.drop_last = drop_last;
     lo.shard_index = shard.index;
     lo.shard_count = shard.count;
+    lo.pin_memory = pin_memory;
     if (!augment.any()) return DataLoader(train, lo);
     return DataLoader(std::make_shared<AugmentedDataset>(train, augment, seed, epoch, threads), lo);
   };
