@@ -22,6 +22,7 @@
 #include "nn/checkpoint.h"
 #include "nn/optim.h"
 #include "ops/memory_format.h"
+#include "ops/op_checks.h"
 #include "tests/test_util.h"
 
 using namespace minidl;
@@ -363,7 +364,43 @@ TEST_CASE("memory format [cuda]: cuDNN serves channels-last convolution and pool
 
   // The ops, through their front ends, with the gradients.
   check_every_op(dev, 1e-4, 1e-4);
-  CHECK(last_kernel(keys::max_pool2d_backward, DeviceType::cuda) == "cudnn");
+  CHECK(last_kernel(keys::max_pool2d_backward, DeviceType::cuda) == "cudnn");  // the last window overlaps
+}
+
+TEST_CASE("memory format [cuda]: v2_2x2 serves channels-last windows that tile the plane, ties and odd planes "
+          "included, as its NCHW call does",
+          "[memory_format][cuda][pool]") {
+  if (!have_gpu()) return;
+  const Device dev = Device::cuda(0);
+  manual_seed(41);
+  // Five values only: many ties inside windows, which the first position (row-major) must win.
+  std::vector<float> values(3 * 40 * 9 * 7);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((i * 7919) % 5) * 0.25f;
+  const Tensor x = from_vector(values, {3, 40, 9, 7}, TensorOptions(DType::float32, dev));
+  for (const Pool2dParams& p : {pool_params(2, 2, 2, 2, 0, 0), pool_params(2, 1, 2, 1, 0, 0), pool_params(3, 2, 3, 2, 0, 0)}) {
+    INFO("window " << p.kernel_h << "x" << p.kernel_w);
+    const Shape ys = pool2d_output_shape("test", x.shape(), p);
+    const TensorOptions o(DType::float32, dev);
+    Tensor y = empty(ys, o), y_cl = empty_channels_last(ys, o);
+    dispatch(keys::max_pool2d, dev, x, y, p);
+    REQUIRE(dispatch_channels_last(keys::max_pool2d, dev, copy_in_format(x, MemoryFormat::channels_last), y_cl, p));
+    CHECK(last_kernel(keys::max_pool2d, DeviceType::cuda) == "v2_2x2");
+    CHECK(compare(y_cl, y, 0, 0) == "");
+    const Tensor gy = input(ys, dev);
+    Tensor gx = empty(x.shape(), o), gx_cl = empty_channels_last(x.shape(), o);
+    dispatch(keys::max_pool2d_backward, dev, x, y, gy, gx, p);
+    REQUIRE(dispatch_channels_last(keys::max_pool2d_backward, dev, copy_in_format(x, MemoryFormat::channels_last), y_cl,
+                                   copy_in_format(gy, MemoryFormat::channels_last), gx_cl, p));
+    CHECK(last_kernel(keys::max_pool2d_backward, DeviceType::cuda) == "v2_2x2");
+    CHECK(compare(gx_cl, gx, 0, 0) == "");
+  }
+  // A window that overlaps its neighbours is not v2_2x2's on channels-last tensors: it declines.
+  const Pool2dParams overlapping = pool_params(3, 3, 2, 2, 1, 1);
+  const Shape ys = pool2d_output_shape("test", x.shape(), overlapping);
+  Tensor y_cl = empty_channels_last(ys, TensorOptions(DType::float32, dev));
+  REQUIRE(dispatch_channels_last(keys::max_pool2d, dev, copy_in_format(x, MemoryFormat::channels_last), y_cl,
+                                 overlapping));
+  CHECK(last_kernel(keys::max_pool2d, DeviceType::cuda) != "v2_2x2");
 }
 
 TEST_CASE("memory format [cuda]: the MNIST and captcha models agree in both formats on the GPU",
