@@ -187,7 +187,8 @@ struct BenchFlags {
 
 // Adds --device, --batch, --warmup, --steps, --kernel, --seed, --json, --deterministic, --distributed,
 // --overhead-rounds, --precision and --memory-format to `cmd`, bound to `f`.
-inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
+// `formats`: the program's --memory-format default on a GPU (examples/flags.h).
+inline void add_bench_flags(CLI::App* cmd, BenchFlags& f, examples::GpuFormatDefault formats) {
   using examples::number_in;
   using examples::FlagRange;
   cmd->add_option("--device", f.device, "auto, cpu or cuda[:N]")->capture_default_str();
@@ -213,7 +214,7 @@ inline void add_bench_flags(CLI::App* cmd, BenchFlags& f) {
                   "process and report the overhead")
       ->check(number_in(FlagRange::whole<int>(1, 1000)));
   examples::add_precision_flag(cmd, f.precision);
-  examples::add_memory_format_flag(cmd, f.memory_format);
+  examples::add_memory_format_flag(cmd, f.memory_format, formats);
 }
 
 // The checks of --json and --overhead-rounds, before any work. --json: nothing, or a file of JSON lines

@@ -159,27 +159,42 @@ inline void apply_precision_flag(const std::string& precision) {
   if (!precision.empty()) minidl::set_float32_precision(minidl::parse_precision(precision));
 }
 
-// --memory-format's default on a CUDA device: the format measured faster there (docs/results); one
-// constant, so a measurement that says otherwise flips it here. The CPU's default is always nchw: its
-// convolution and pooling kernels serve NCHW only (core/memory_format.h).
-constexpr const char* kGpuMemoryFormat = "nchw";
+// --memory-format's default on a CUDA device: the format measured faster there for the program
+// (docs/results/README.md, "Issue 26, round 2"; the constants below), so a measurement that says otherwise
+// flips it here.
+//   nchw                  MNIST: its convolutions are minidl's implicit-GEMM kernels, which read NCHW;
+//   nhwc_on_tensor_cores  the captcha model: channels-last when float32 convolutions may use tensor cores
+//                         (--precision tf32 or bf16), where cuDNN's NHWC engines are its fastest; NCHW under
+//                         strict FP32, where its NHWC engines are slow.
+// The CPU's default is always nchw: its convolution and pooling kernels serve NCHW only (core/memory_format.h).
+enum class GpuFormatDefault { nchw, nhwc_on_tensor_cores };
+constexpr GpuFormatDefault kMnistGpuFormats = GpuFormatDefault::nchw;
+constexpr GpuFormatDefault kCaptchaGpuFormats = GpuFormatDefault::nhwc_on_tensor_cores;
+
+inline const char* gpu_format_default_text(GpuFormatDefault rule) {
+  return rule == GpuFormatDefault::nchw ? "nchw on a GPU" : "nhwc on a GPU under --precision tf32 or bf16, else nchw";
+}
 
 // --memory-format nchw|nhwc and its alias --channels-last, bound to `format` ("" until given: the
 // device's default, resolve_memory_format).
-inline void add_memory_format_flag(CLI::App* cmd, std::string& format) {
+inline void add_memory_format_flag(CLI::App* cmd, std::string& format, GpuFormatDefault rule) {
   CLI::Option* opt = cmd->add_option(
       "--memory-format", format,
       std::string("activations between layers in NCHW or channels-last NHWC memory (core/memory_format.h; "
-                  "checkpoints do not depend on it); default ") + kGpuMemoryFormat + " on a GPU, nchw on the CPU");
+                  "checkpoints do not depend on it); default ") + gpu_format_default_text(rule) + ", nchw on the CPU");
   opt->check(CLI::IsMember({"nchw", "nhwc"}));
   cmd->add_flag_callback("--channels-last", [&format] { format = "nhwc"; }, "the same as --memory-format nhwc")
       ->excludes(opt);
 }
 
-// The memory format a run uses on `device`: the flag's value, or the device's default.
-inline minidl::MemoryFormat resolve_memory_format(const std::string& flag, const minidl::Device& device) {
+// The memory format a run uses on `device`: the flag's value, or the device's default (after the
+// precision is applied: apply_precision_flag).
+inline minidl::MemoryFormat resolve_memory_format(const std::string& flag, const minidl::Device& device,
+                                                  GpuFormatDefault rule) {
   if (!flag.empty()) return minidl::parse_memory_format(flag);
-  return device.is_cuda() ? minidl::parse_memory_format(kGpuMemoryFormat) : minidl::MemoryFormat::contiguous;
+  const bool tensor_cores = minidl::float32_precision() != minidl::Precision::fp32;
+  const bool nhwc = device.is_cuda() && rule == GpuFormatDefault::nhwc_on_tensor_cores && tensor_cores;
+  return nhwc ? minidl::MemoryFormat::channels_last : minidl::MemoryFormat::contiguous;
 }
 
 // The line a program prints about it: "memory format nhwc", and on the CPU what channels-last costs there.

@@ -69,7 +69,7 @@ int run_bench(const BenchArgs& a) {
   manual_seed(a.seed);
   auto model = std::make_shared<CaptchaModel>(config);
   model->to(device);  // before building the optimizer (nn/module.h)
-  model->memory_format = examples::resolve_memory_format(a.memory_format, device);
+  model->memory_format = examples::resolve_memory_format(a.memory_format, device, examples::kCaptchaGpuFormats);
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
   if (job)
@@ -142,7 +142,7 @@ Command add_bench_command(CLI::App& parent) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the default model on one synthetic batch (for comparison with PyTorch)");
-  bench_steps::add_bench_flags(cmd, *a);
+  bench_steps::add_bench_flags(cmd, *a, examples::kCaptchaGpuFormats);
   cmd->add_option("--rnn", a->rnn, "recurrent layer: gru or lstm")
       ->capture_default_str()
       ->check(CLI::IsMember({"gru", "lstm"}));

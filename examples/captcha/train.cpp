@@ -154,7 +154,7 @@ int run_train(const TrainArgs& a) {
     std::printf("captcha: warning: %lld time steps cannot read %d characters when neighbours repeat (needs %d)\n",
                 static_cast<long long>(T), data.max_length, 2 * data.max_length - 1);
   model->to(device);  // before building the optimizer (nn/module.h)
-  model->memory_format = examples::resolve_memory_format(a.memory_format, device);
+  model->memory_format = examples::resolve_memory_format(a.memory_format, device, examples::kCaptchaGpuFormats);
   if (!job || job->is_root())
     std::printf("captcha: %s\n", examples::memory_format_text(model->memory_format, device).c_str());
 

@@ -75,7 +75,7 @@ int run_bench(const BenchArgs& a) {
 
   // The synthetic batch (this rank's part of it), made once on the device.
   const int64_t B = job ? job->local_batch(a.batch) : a.batch;
-  const MemoryFormat memory_format = examples::resolve_memory_format(a.memory_format, device);
+  const MemoryFormat memory_format = examples::resolve_memory_format(a.memory_format, device, examples::kMnistGpuFormats);
   const Tensor inputs = model_input(rand({B, 1, 28, 28}, TensorOptions(DType::float32, device)), memory_format);
   std::mt19937_64 rng(a.seed);
   std::uniform_int_distribution<int> digit(0, 9);
@@ -129,7 +129,7 @@ BenchCommand add_bench_command(CLI::App& parent) {
   auto a = std::make_shared<BenchArgs>();
   CLI::App* cmd = parent.add_subcommand(
       "bench", "time training steps of the CNN on one synthetic batch (for comparison with PyTorch)");
-  bench_steps::add_bench_flags(cmd, *a);
+  bench_steps::add_bench_flags(cmd, *a, examples::kMnistGpuFormats);
   cmd->add_option("--model", a->model, "mnist_cnn or mnist_cnn_bn (examples/mnist/model.h)")
       ->capture_default_str()
       ->check(CLI::IsMember({kModelName, kFastModelName}));

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
                       "on a GPU, only deterministic algorithms, chosen without timing: the same bits every run "
                       "(the CPU always is, for a given thread count)");
   examples::add_precision_flag(train_cmd, tf.precision);
-  examples::add_memory_format_flag(train_cmd, tf.memory_format);
+  examples::add_memory_format_flag(train_cmd, tf.memory_format, examples::kMnistGpuFormats);
   train_cmd->add_flag("--host-data", tf.host_data,
                       "on a GPU, keep the images in host memory and copy each batch (default: resident on the GPU, "
                       "batches assembled there)");

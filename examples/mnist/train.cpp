@@ -144,7 +144,7 @@ int train(const TrainFlags& f) {
   };
   std::shared_ptr<Sequential> model = mnist::make_model(f.model);
   model->to(device);  // before building the optimizer (nn/module.h)
-  const MemoryFormat memory_format = examples::resolve_memory_format(f.memory_format, device);
+  const MemoryFormat memory_format = examples::resolve_memory_format(f.memory_format, device, examples::kMnistGpuFormats);
   if (!job || job->is_root()) std::printf("mnist: %s\n", examples::memory_format_text(memory_format, device).c_str());
   AdamOptions adam_options;
   adam_options.lr = f.lr;
