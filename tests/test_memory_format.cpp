@@ -16,6 +16,7 @@
 
 #include "core/autograd.h"
 #include "core/memory_format.h"
+#include "core/precision.h"
 #include "core/random.h"
 #include "examples/captcha/model.h"
 #include "examples/mnist/model.h"
@@ -401,6 +402,62 @@ TEST_CASE("memory format [cuda]: v2_2x2 serves channels-last windows that tile t
   REQUIRE(dispatch_channels_last(keys::max_pool2d, dev, copy_in_format(x, MemoryFormat::channels_last), y_cl,
                                  overlapping));
   CHECK(last_kernel(keys::max_pool2d, DeviceType::cuda) != "v2_2x2");
+}
+
+TEST_CASE("memory format [cuda]: cudnn_graph_tf32 serves channels-last convolutions under TF32 (all three stages, "
+          "within TF32's error of the CPU) and, unless selected, declines under strict FP32",
+          "[memory_format][cuda][conv2d]") {
+  if (!have_gpu()) return;
+  const Device dev = Device::cuda(0), cpu = Device::cpu();
+  manual_seed(53);
+  struct Case {
+    Shape x, w;
+    int stride, pad;
+  };
+  const Case cases[] = {{{2, 8, 9, 7}, {16, 8, 3, 3}, 1, 1},
+                        {{4, 32, 16, 24}, {32, 32, 3, 3}, 1, 1},
+                        {{2, 3, 10, 12}, {8, 3, 3, 3}, 2, 1},
+                        {{3, 16, 6, 6}, {24, 16, 1, 1}, 1, 0}};
+  for (const Case& c : cases) {
+    INFO("x " << shape_str(c.x) << " w " << shape_str(c.w));
+    Conv2dParams p;
+    p.stride_h = p.stride_w = c.stride;
+    p.pad_h = p.pad_w = c.pad;
+    const Shape ys = {c.x[0], c.w[0], (c.x[2] + 2 * c.pad - c.w[2]) / c.stride + 1,
+                      (c.x[3] + 2 * c.pad - c.w[3]) / c.stride + 1};
+    const Tensor x = input(c.x, cpu), w = input(c.w, cpu), gy = input(ys, cpu);
+    const TensorOptions on_cpu(DType::float32, cpu), on_gpu(DType::float32, dev);
+    Tensor y_ref = empty(ys, on_cpu), gx_ref = empty(c.x, on_cpu), gw_ref = empty(c.w, on_cpu);
+    dispatch(keys::conv2d, cpu, x, w, y_ref, p);
+    dispatch(keys::conv2d_backward_input, cpu, gy, w, gx_ref, p);
+    dispatch(keys::conv2d_backward_weight, cpu, x, gy, gw_ref, p);
+    // TF32 rounds each operand to 10 mantissa bits: an error of about 2^-11 per product, growing with the
+    // square root of the number of terms summed.
+    auto tol = [](int64_t terms) { return 2e-3 * std::sqrt(static_cast<double>(terms)); };
+    const Tensor x_cl = copy_in_format(x.to(dev), MemoryFormat::channels_last);
+    const Tensor gy_cl = copy_in_format(gy.to(dev), MemoryFormat::channels_last);
+    const Tensor wd = w.to(dev);
+    {
+      const PrecisionScope tf32(Precision::tf32);
+      Tensor y_cl = empty_channels_last(ys, on_gpu), gx_cl = empty_channels_last(c.x, on_gpu), gw = empty(c.w, on_gpu);
+      REQUIRE(dispatch_channels_last(keys::conv2d, dev, x_cl, wd, y_cl, p));
+      CHECK(last_kernel(keys::conv2d, DeviceType::cuda) == "cudnn_graph_tf32");
+      CHECK(compare(y_cl, y_ref, 1e-2, tol(c.w[1] * c.w[2] * c.w[3])) == "");
+      REQUIRE(dispatch_channels_last(keys::conv2d_backward_input, dev, gy_cl, wd, gx_cl, p));
+      CHECK(last_kernel(keys::conv2d_backward_input, DeviceType::cuda) == "cudnn_graph_tf32");
+      CHECK(compare(gx_cl, gx_ref, 1e-2, tol(c.w[0] * c.w[2] * c.w[3])) == "");
+      REQUIRE(dispatch_channels_last(keys::conv2d_backward_weight, dev, x_cl, gy_cl, gw, p));
+      CHECK(last_kernel(keys::conv2d_backward_weight, DeviceType::cuda) == "cudnn_graph_tf32");
+      CHECK(compare(gw, gw_ref, 1e-2, tol(ys[0] * ys[2] * ys[3])) == "");
+    }
+    {  // strict FP32: the engines may use TF32, so the classic kernel serves
+      const PrecisionScope fp32(Precision::fp32);
+      Tensor y_cl = empty_channels_last(ys, on_gpu);
+      REQUIRE(dispatch_channels_last(keys::conv2d, dev, x_cl, wd, y_cl, p));
+      CHECK(last_kernel(keys::conv2d, DeviceType::cuda) == "cudnn");
+      CHECK(compare(y_cl, y_ref, 1e-4, 1e-4) == "");
+    }
+  }
 }
 
 TEST_CASE("memory format [cuda]: the MNIST and captcha models agree in both formats on the GPU",

@@ -1,0 +1,409 @@
+// cuda/conv_cudnn_graph.cu — conv2d through cuDNN's graph ("backend") API: kernel "cudnn_graph_tf32" of keys
+// "conv2d", "conv2d.backward_input" and "conv2d.backward_weight", float32 with TF32 tensor cores. Same math
+// as ops/kernel_signatures.h: cross-correlation, no dilation, no groups; the output is overwritten (alpha 1,
+// beta 0). Its place: the channels-last convolutions of --precision tf32 and bf16 (the captcha model's
+// default on a GPU); NCHW calls reach it when selected by name (`--kernel conv2d=cudnn_graph_tf32`) or when
+// by_shape declines.
+//
+// Why a second cuDNN kernel. cuDNN 9 runs every convolution on "engines"; the classic API of
+// cuda/conv_cudnn.cu reaches a subset of them through its eight-odd algorithm numbers, each with fixed
+// settings. The graph API describes the operation (tensors by dimensions, strides and ids; the
+// convolution; an operation graph of one node), asks cuDNN's heuristics for the engine configurations that
+// can run it — engine plus knobs such as the tile and the split of the reduction — and builds an
+// execution plan from one of them. That is the API PyTorch uses, and how its channels-last calls get
+// Hopper's NHWC implicit-GEMM kernels with a split reduction for a weight gradient whose reduction
+// (N * H * W = 1.5 million for the captcha model's first block) dwarfs its output (32 x 3 x 3 x 32).
+//
+// Choice. The first call of each (device, stage, shapes, parameters) builds plans for the first
+// kMaxCandidates configurations of heuristics mode A that finalize, runs each once, times it kTimedRuns times
+// on the call's own buffers (CUDA events on the device's stream), and keeps the fastest; later calls run
+// the kept plan. Configurations whose engine converts float32 inputs down to 16-bit types
+// (CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) are skipped: TF32's 10 mantissa bits are the least we allow.
+//
+// Declines (returns false; the next kernel, the classic "cudnn", then runs): strict FP32 (--precision fp32:
+// the engines here may use TF32) and --deterministic (timed choices differ between runs) unless the kernel
+// is selected by name, as the other TF32 kernels do; activations neither both contiguous (NCHW) nor both
+// channels-last; dtypes other than float32; sizes beyond int; pointers not 16-byte aligned; and shapes for
+// which no plan builds (remembered, so the search runs once per shape). With channels-last activations
+// the filter is handed over in NHWC order ([O, KH, KW, C]), as the classic kernel does: a copy made per
+// call (the weight and its gradient stay [O, C, KH, KW]).
+#ifdef MINIDL_WITH_CUDNN
+#include <cudnn.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/determinism.h"
+#include "core/dispatch.h"
+#include "core/kernel_contract.h"
+#include "core/memory_format.h"
+#include "core/precision.h"
+#include "core/selection_target.h"
+#include "cuda/cuda_common.h"
+#include "cuda/kernel_helpers.h"
+#include "ops/kernel_signatures.h"
+
+namespace minidl {
+
+namespace {
+
+constexpr int kMaxCandidates = 8;           // engine configurations built and timed per call shape
+constexpr int kTimedRuns = 3;               // timed runs of each
+constexpr int64_t kWorkspaceLimit = int64_t{512} << 20;
+
+enum class Stage { forward = 0, backward_input = 1, backward_weight = 2 };
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t type) { ok_ = cudnnBackendCreateDescriptor(type, &d_) == CUDNN_STATUS_SUCCESS; }
+  ~Desc() {
+    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  cudnnBackendDescriptor_t get() const { return d_; }
+  bool ok() const { return ok_; }
+  // Sets an attribute; false on failure (the descriptor is then unusable, and the call declines).
+  bool set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* values) {
+    ok_ = ok_ && cudnnBackendSetAttribute(d_, name, type, count, values) == CUDNN_STATUS_SUCCESS;
+    return ok_;
+  }
+  bool finalize() {
+    ok_ = ok_ && cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS;
+    return ok_;
+  }
+
+ private:
+  cudnnBackendDescriptor_t d_ = nullptr;
+  bool ok_ = false;
+};
+
+// The ids of the three tensors in the operation graph and the variant pack.
+constexpr int64_t kIdX = 'x', kIdW = 'w', kIdY = 'y';
+
+// A float32 tensor of logical shape [N, C, H, W] with the given strides.
+std::unique_ptr<Desc> tensor_desc(int64_t id, const Shape& shape, const std::array<int64_t, 4>& strides) {
+  auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  const int64_t dims[4] = {shape[0], shape[1], shape[2], shape[3]};
+  const int64_t alignment = 16;
+  d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
+  d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
+  d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
+  d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id);
+  d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
+  d->finalize();
+  return d;
+}
+
+// The strides of a [N, C, H, W] shape in NHWC or NCHW order (for the filter: [O, KH, KW, C] or [O, C, KH, KW]).
+std::array<int64_t, 4> strides_of(const Shape& s, bool nhwc) {
+  if (nhwc) return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+  return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
+}
+
+// A built plan and what it needs.
+struct Plan {
+  std::shared_ptr<Desc> plan;
+  int64_t workspace = 0;
+};
+
+// The plan cache: (device, stage, memory format, x shape, w shape, stride, padding) -> the fastest plan,
+// or none (the shape declines).
+using PlanKey = std::array<int64_t, 14>;
+std::mutex g_mutex;
+std::map<PlanKey, std::shared_ptr<Plan>> g_plans;
+
+// Runs `plan` on the pointers; false if cuDNN refuses.
+bool execute(cudnnHandle_t handle, const Plan& plan, void* x, void* w, void* y, void* workspace) {
+  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  const int64_t ids[3] = {kIdX, kIdW, kIdY};
+  void* pointers[3] = {x, w, y};
+  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
+  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
+  if (!pack.finalize()) return false;
+  return cudnnBackendExecute(handle, plan.plan->get(), pack.get()) == CUDNN_STATUS_SUCCESS;
+}
+
+// Whether the engine of configuration `cfg` converts its float32 inputs down (to FP16/BF16).
+bool down_converts(cudnnBackendDescriptor_t cfg) {
+  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  cudnnBackendDescriptor_t e = engine.get();
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) !=
+      CUDNN_STATUS_SUCCESS)
+    return true;  // unknown: treat as unsafe
+  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
+  int64_t count = 0;
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
+                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count, notes) != CUDNN_STATUS_SUCCESS)
+    return true;
+  for (int64_t i = 0; i < count; ++i)
+    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return true;
+  return false;
+}
+
+// Builds the operation graph of one stage, asks the heuristics, builds and times the candidates on the
+// call's buffers, and returns the fastest plan (null when none builds).
+std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape& xs, const Shape& ws, const Shape& ys,
+                                const Conv2dParams& p, void* x, void* w, void* y) {
+  cudnnHandle_t handle = cuda::cudnn_handle(device);
+  const auto x_desc = tensor_desc(kIdX, xs, strides_of(xs, nhwc));
+  const auto w_desc = tensor_desc(kIdW, ws, strides_of(ws, nhwc));
+  const auto y_desc = tensor_desc(kIdY, ys, strides_of(ys, nhwc));
+  if (!x_desc->ok() || !w_desc->ok() || !y_desc->ok()) return nullptr;
+
+  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
+  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
+  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+  const int64_t spatial = 2, dilation[2] = {1, 1}, stride[2] = {p.stride_h, p.stride_w},
+                padding[2] = {p.pad_h, p.pad_w};
+  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
+  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
+  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
+  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
+  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
+  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
+  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
+  if (!conv.finalize()) return nullptr;
+
+  // The operation: forward y = conv(x, w); backward data dx = conv^T(dy, w); backward filter dw from x, dy.
+  const cudnnBackendDescriptorType_t op_types[3] = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                                    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                                    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR};
+  Desc op(op_types[static_cast<int>(stage)]);
+  const float alpha = 1.0f, beta = 0.0f;
+  cudnnBackendDescriptor_t xd = x_desc->get(), wd = w_desc->get(), yd = y_desc->get(), cd = conv.get();
+  switch (stage) {
+    case Stage::forward:
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+    case Stage::backward_input:
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+    case Stage::backward_weight:
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
+      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
+      break;
+  }
+  if (!op.finalize()) return nullptr;
+
+  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  cudnnBackendDescriptor_t od = op.get();
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &od);
+  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  if (!graph.finalize()) return nullptr;
+
+  Desc heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  cudnnBackendDescriptor_t gd = graph.get();
+  const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
+  heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &gd);
+  heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
+  if (!heuristics.finalize()) return nullptr;
+  int64_t available = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                               &available, nullptr) != CUDNN_STATUS_SUCCESS || available <= 0)
+    return nullptr;
+  std::vector<std::unique_ptr<Desc>> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (int64_t i = 0; i < available; ++i) {
+    configs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+    raw.push_back(configs.back()->get());
+  }
+  int64_t returned = 0;
+  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                               available, &returned, raw.data()) != CUDNN_STATUS_SUCCESS)
+    return nullptr;
+
+  // Build up to kMaxCandidates plans and time each on the call's buffers; keep the fastest.
+  cudaStream_t s = cuda::stream(device);
+  cudaEvent_t start = nullptr, stop = nullptr;
+  MINIDL_CUDA_CHECK(cudaEventCreate(&start));
+  MINIDL_CUDA_CHECK(cudaEventCreate(&stop));
+  std::shared_ptr<Plan> best;
+  float best_ms = 0;
+  int built = 0;
+  for (int64_t i = 0; i < returned && built < kMaxCandidates; ++i) {
+    if (down_converts(raw[i])) continue;
+    auto plan = std::make_shared<Plan>();
+    plan->plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+    plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+    plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i]);
+    if (!plan->plan->finalize()) continue;
+    int64_t n = 0;
+    if (cudnnBackendGetAttribute(plan->plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                                 &plan->workspace) != CUDNN_STATUS_SUCCESS ||
+        plan->workspace > kWorkspaceLimit)
+      continue;
+    Tensor workspace;
+    try {
+      if (plan->workspace > 0) workspace = cuda::scratch_bytes(static_cast<size_t>(plan->workspace), device);
+    } catch (const OutOfMemoryError&) {
+      continue;
+    }
+    void* wsp = plan->workspace > 0 ? workspace.raw_data() : nullptr;
+    ++built;
+    if (!execute(handle, *plan, x, w, y, wsp)) continue;  // the warm-up run; refused: next
+    MINIDL_CUDA_CHECK(cudaEventRecord(start, s));
+    for (int r = 0; r < kTimedRuns; ++r) execute(handle, *plan, x, w, y, wsp);
+    MINIDL_CUDA_CHECK(cudaEventRecord(stop, s));
+    MINIDL_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (!best || ms < best_ms) {
+      best = plan;
+      best_ms = ms;
+    }
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return best;
+}
+
+bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+constexpr const char* kName = "cudnn_graph_tf32";
+
+// Whether this kernel was selected by name for conv2d or for the stage of `key` (core/selection_target.h):
+// then it runs under strict FP32 and --deterministic too, as asked.
+bool selected_by_name(const char* key) {
+  const KernelRegistry& registry = KernelRegistry::instance();
+  return registry.selected("conv2d", DeviceType::cuda) == kName ||
+         registry.selected(stage_target_of(key), DeviceType::cuda) == kName;
+}
+
+// The activations' format: 1 both contiguous (NCHW), 2 both channels-last, 0 neither (declined). A tensor
+// that is both (one channel, or a 1x1 plane) counts as NCHW.
+int format_of(const Tensor& a, const Tensor& b) {
+  if (a.is_contiguous() && b.is_contiguous()) return 1;
+  if (is_channels_last(a) && is_channels_last(b)) return 2;
+  return 0;
+}
+
+// One stage: x (or grad_x), w (or grad_w), y (or grad_y), as in conv_cudnn.cu.
+bool run_stage(Stage stage, const char* key, const Tensor& x, const Tensor& w, const Tensor& y,
+               const Conv2dParams& p) {
+  if ((float32_precision() == Precision::fp32 || deterministic_algorithms()) && !selected_by_name(key)) return false;
+  const int format = format_of(x, y);
+  if (format == 0 || !w.is_contiguous()) return false;
+  const bool nhwc = format == 2;
+  for (const Tensor* t : {&x, &w, &y}) {
+    if (t->dtype() != DType::float32 || t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
+    if (!aligned_16(t->raw_data())) return false;
+  }
+  const int device = y.device().index;
+  cuda::set_device(device);
+  // The filter as the plan reads it: w itself in NCHW; with NHWC activations a copy in [O, KH, KW, C] order.
+  const Tensor w_plan = nhwc ? empty_channels_last(w.shape(), w.options()) : w;
+  if (!aligned_16(w_plan.raw_data())) return false;
+
+  const Shape &xs = x.shape(), &ws = w.shape(), &ys = y.shape();
+  const PlanKey plan_key = {device, static_cast<int64_t>(stage), format, xs[0], xs[1], xs[2], xs[3], ws[0], ws[2],
+                            ws[3], p.stride_h, p.stride_w, p.pad_h, p.pad_w};
+  if (nhwc && stage != Stage::backward_weight) copy_(w_plan, w);
+  std::shared_ptr<Plan> plan;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = g_plans.find(plan_key);
+    if (it == g_plans.end())
+      it = g_plans.emplace(plan_key, find_plan(stage, device, nhwc, xs, ws, ys, p, x.raw_data(), w_plan.raw_data(),
+                                               y.raw_data())).first;
+    plan = it->second;
+  }
+  if (!plan) return false;  // no engine configuration builds for this shape: the next kernel runs it
+  Tensor workspace;
+  if (plan->workspace > 0) workspace = cuda::scratch_bytes(static_cast<size_t>(plan->workspace), device);
+  if (!execute(cuda::cudnn_handle(device), *plan, x.raw_data(), w_plan.raw_data(), y.raw_data(),
+               plan->workspace > 0 ? workspace.raw_data() : nullptr))
+    return false;
+  if (nhwc && stage == Stage::backward_weight) copy_(w, w_plan);  // w is grad_w here
+  return true;
+}
+
+// The calls every stage declines (its contract, core/kernel_contract.h): a and b are the stage's two
+// activations (x and y, or their gradients), w the weight or its gradient.
+bool strict_unless_selected(const char* key) {
+  return (float32_precision() == Precision::fp32 || deterministic_algorithms()) && !selected_by_name(key);
+}
+bool not_float32(const Tensor& a, const Tensor& w, const Tensor& b) {
+  return a.dtype() != DType::float32 || w.dtype() != DType::float32 || b.dtype() != DType::float32;
+}
+bool unaligned(const Tensor& a, const Tensor& w, const Tensor& b) {
+  return !aligned_16(a.raw_data()) || !aligned_16(w.raw_data()) || !aligned_16(b.raw_data());
+}
+template <class Fn>
+KernelContract<Fn> contract(const char* key) {
+  // The activations are the first and third arguments in every stage's signature, the weight the second.
+  return {{},
+          {{"strict FP32 (--precision fp32) or --deterministic, unless selected by name",
+            [key](const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
+              return strict_unless_selected(key);
+            }},
+           {"activations neither both NCHW nor both channels-last",
+            [](const Tensor& a, const Tensor&, const Tensor& b, const Conv2dParams&) { return format_of(a, b) == 0; }},
+           {"not float32",
+            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return not_float32(a, w, b); }},
+           {"a tensor not 16-byte aligned",
+            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return unaligned(a, w, b); }}}};
+}
+
+bool conv2d_cudnn_graph(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {
+  return run_stage(Stage::forward, "conv2d", x, w, y, p);
+}
+
+bool conv2d_backward_input_cudnn_graph(const Tensor& grad_y, const Tensor& w, Tensor& grad_x, const Conv2dParams& p) {
+  return run_stage(Stage::backward_input, "conv2d.backward_input", grad_x, w, grad_y, p);
+}
+
+bool conv2d_backward_weight_cudnn_graph(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
+                                        const Conv2dParams& p) {
+  return run_stage(Stage::backward_weight, "conv2d.backward_weight", x, grad_w, grad_y, p);
+}
+
+}  // namespace
+
+void register_conv_cudnn_graph_cuda() {
+  const char* what =
+      "cuDNN graph API: the fastest of heuristics mode A's engine configurations, timed once per shape; float32 with "
+      "TF32 under --precision tf32 or bf16 (or when selected); NCHW or channels-last";
+  // Priority 21: one above the classic "cudnn" (20), so channels-last calls try it first and fall back to
+  // "cudnn" when it declines; below by_shape (25), which serves NCHW calls.
+  register_kernel(keys::conv2d, DeviceType::cuda, kName, Priority::tuned + 1, what, conv2d_cudnn_graph);
+  register_kernel(keys::conv2d_backward_input, DeviceType::cuda, kName, Priority::tuned + 1, what,
+                  conv2d_backward_input_cudnn_graph);
+  register_kernel(keys::conv2d_backward_weight, DeviceType::cuda, kName, Priority::tuned + 1, what,
+                  conv2d_backward_weight_cudnn_graph);
+  declare_kernel_contract(keys::conv2d, DeviceType::cuda, kName, contract<Conv2dKernel>("conv2d"));
+  declare_kernel_contract(keys::conv2d_backward_input, DeviceType::cuda, kName,
+                          contract<Conv2dBackwardInputKernel>("conv2d.backward_input"));
+  declare_kernel_contract(keys::conv2d_backward_weight, DeviceType::cuda, kName,
+                          contract<Conv2dBackwardWeightKernel>("conv2d.backward_weight"));
+  declare_channels_last_kernel(keys::conv2d, DeviceType::cuda, kName);
+  declare_channels_last_kernel(keys::conv2d_backward_input, DeviceType::cuda, kName);
+  declare_channels_last_kernel(keys::conv2d_backward_weight, DeviceType::cuda, kName);
+}
+
+}  // namespace minidl
+
+#endif  // MINIDL_WITH_CUDNN
