@@ -31,6 +31,13 @@
 #                    memcheck over them, channels-last against NCHW and eager against the CUDA graph on both
 #                    examples' steps, the BF16 rung against cuBLAS, the GPU exercises 6 and 6b (needs their
 #                    binaries in $BUILD/bin)
+#   profile26        issue 26, round 2: the captcha step's time per kernel and call shape (MINIDL_PROFILE) in
+#                    NCHW and NHWC under TF32, every launch of a step under Nsight Compute (CSV), an MNIST
+#                    step's profile, one training epoch with 16 and 8 rendering threads
+#   formats26        both memory formats on the captcha step (CUDA graph) under TF32, BF16 and FP32, alternated
+#                    twice; the NHWC TF32 step's profile
+#   graph26          conv2d through cuDNN's graph API against its classic API on the channels-last captcha step
+#   train26          `captcha train` with its defaults (wall time to the saved model), then `captcha eval`
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -214,6 +221,69 @@ for s in "${steps[@]}"; do
       done
       grep -h "test cases\|assertions\|ERROR SUMMARY" "$out"/i26_tests_new.log "$out"/i26_memcheck.log | tee -a "$out/summary.log"
       grep -h "bf16_wgmma\|cublas" "$out/i26_ladder_bf16.log" | tail -8 | tee -a "$out/summary.log" ;;
+    profile26)  # issue 26, round 2: where the captcha step's GPU time goes, per kernel and per call shape
+      # (MINIDL_PROFILE over the timed eager steps) in both memory formats under TF32, and every kernel launch
+      # of the last step with its GPU time (Nsight Compute, CSV: the last step's rows are the last ones)
+      for fmt in nchw nhwc; do
+        MINIDL_TF32=1 MINIDL_PROFILE=1 run "p26_captcha_tf32_${fmt}" 60 "$bin/captcha" bench --device cuda --batch 128 \
+          --memory-format $fmt --warmup 5 --steps 10
+        MINIDL_TF32=1 run "p26_ncu_captcha_tf32_${fmt}" 200 ncu --clock-control none --metrics gpu__time_duration.sum \
+          --csv "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt --warmup 3 --steps 1
+      done
+      MINIDL_PROFILE=1 run p26_mnist_b64 40 "$bin/mnist" bench --device cuda --batch 64 --warmup 20 --steps 100
+      # the training loop against the bench: one default epoch, with all host threads rendering and with 8
+      for t in 0 8; do
+        run "p26_captcha_epoch_threads$t" 60 "$bin/captcha" train --device cuda --epochs 1 --threads $t
+      done
+      grep -h "images/s" "$out"/p26_captcha_epoch_*.log | tee -a "$out/summary.log" ;;
+    formats26)  # issue 26, round 2: both memory formats on the captcha step (CUDA graph) under TF32, BF16 and FP32,
+      # alternated twice, and the step's profile in NHWC under TF32 (MINIDL_PROFILE over the timed steps)
+      for r in 1 2; do
+        for fmt in nchw nhwc; do
+          for prec in tf32 bf16 fp32; do
+            run "f26_captcha_${prec}_${fmt}_$r" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format $fmt \
+              --precision $prec --cuda-graph
+          done
+        done
+      done
+      for f in "$out"/f26_captcha_*.log; do
+        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done
+      MINIDL_PROFILE=1 run f26_profile_tf32_nhwc 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+        --precision tf32 --warmup 5 --steps 10 ;;
+    graph26)  # issue 26, round 2: conv2d through cuDNN's graph API (cuda/conv_cudnn_graph.cu) against the classic
+      # API on the channels-last captcha step (CUDA graph), TF32 and BF16, alternated twice; the TF32 step's
+      # profile per key and kernel (MINIDL_PROFILE over the timed steps, summed per step)
+      classic="conv2d=cudnn,conv2d.backward_input=cudnn,conv2d.backward_weight=cudnn"
+      for r in 1 2; do
+        for prec in tf32 bf16; do
+          run "g26_${prec}_graph_api_$r" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+            --precision $prec --cuda-graph
+          run "g26_${prec}_classic_$r" 40 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+            --precision $prec --cuda-graph --kernel "$classic"
+        done
+      done
+      for f in "$out"/g26_*.log; do
+        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done
+      for k in graph_api classic; do
+        extra=""; [ $k = classic ] && extra="--kernel $classic"
+        # shellcheck disable=SC2086
+        MINIDL_PROFILE=1 run "g26_profile_$k" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+          --precision tf32 --warmup 5 --steps 10 $extra
+        echo "g26_profile_$k: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
+        grep "minidl profile\] [a-z]" "$out/g26_profile_$k.log" | grep -v "kernel (key" | \
+          awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -14 | \
+          tee -a "$out/summary.log"
+      done ;;
+    train26)  # issue 26's time-to-accuracy target: `captcha train` with its defaults (start to saved model,
+      # wall time), then `captcha eval` on 10,000 fresh captchas
+      start=$SECONDS
+      run t26_captcha_train 200 "$bin/captcha" train --device cuda --save "$out/c26.ckpt"
+      echo "t26: captcha train with its defaults: $((SECONDS - start)) s wall" | tee -a "$out/summary.log"
+      grep -h "^epoch\|final validation" "$out/t26_captcha_train.log" | tee -a "$out/summary.log"
+      run t26_captcha_eval 120 "$bin/captcha" eval --model "$out/c26.ckpt" --device cuda
+      grep -h "accuracy" "$out/t26_captcha_eval.log" | tee -a "$out/summary.log" ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"
