@@ -11,14 +11,16 @@
 // convolution; an operation graph of one node), asks cuDNN's heuristics for the engine configurations that
 // can run it — engine plus knobs such as the tile and the split of the reduction — and builds an
 // execution plan from one of them. That is the API PyTorch uses, and how its channels-last calls get
-// Hopper's NHWC implicit-GEMM kernels with a split reduction for a weight gradient whose reduction
-// (N * H * W = 1.5 million for the captcha model's first block) dwarfs its output (32 x 3 x 3 x 32).
+// Hopper's NHWC implicit-GEMM kernels, among them ones that split the reduction of a weight gradient whose
+// reduction (N * H * W = 1.5 million for the captcha model's first block) dwarfs its output (32 x 3 x 3 x 32).
+// What it gained over the classic API: docs/results/README.md, "Issue 26, round 2".
 //
 // Choice. The first call of each (device, stage, shapes, parameters) builds plans for the first
-// kMaxCandidates configurations of heuristics mode A that finalize, runs each once, times it kTimedRuns times
-// on the call's own buffers (CUDA events on the device's stream), and keeps the fastest; later calls run
-// the kept plan. Configurations whose engine converts float32 inputs down to 16-bit types
-// (CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) are skipped: TF32's 10 mantissa bits are the least we allow.
+// kMaxCandidates configurations of heuristics mode A that finalize (8; 24 for the weight gradient), runs
+// each once, times it kTimedRuns times on the call's own buffers (CUDA events on the device's stream), and
+// keeps the fastest; later calls run the kept plan. Configurations whose engine converts float32 inputs
+// down to 16-bit types (CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) are skipped: TF32's 10 mantissa bits are
+// the least we allow.
 //
 // Declines (returns false; the next kernel, the classic "cudnn", then runs): strict FP32 (--precision fp32:
 // the engines here may use TF32) and --deterministic (timed choices differ between runs) unless the kernel
@@ -52,7 +54,9 @@ namespace minidl {
 
 namespace {
 
-constexpr int kMaxCandidates = 8;           // engine configurations built and timed per call shape
+// Engine configurations built and timed per call shape: more for the weight gradient, whose fast
+// configurations (a split reduction) rank lower in the heuristics' list for the first blocks' shapes.
+constexpr int kMaxCandidates[3] = {8, 8, 24};  // forward, backward_input, backward_weight
 constexpr int kTimedRuns = 3;               // timed runs of each
 constexpr int64_t kWorkspaceLimit = int64_t{512} << 20;
 
@@ -244,7 +248,7 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   std::shared_ptr<Plan> best;
   float best_ms = 0;
   int built = 0;
-  for (int64_t i = 0; i < returned && built < kMaxCandidates; ++i) {
+  for (int64_t i = 0; i < returned && built < kMaxCandidates[static_cast<int>(stage)]; ++i) {
     if (down_converts(raw[i])) continue;
     auto plan = std::make_shared<Plan>();
     plan->plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
