@@ -10,7 +10,8 @@
 #   skipped       `mpirun -np 2 minidl_tests "mpi timeout: rank 1 skips a barrier*"` (a hidden case of
 #                 tests/test_dist.cpp) with MINIDL_DIST_TIMEOUT=1: rank 1 skips a barrier and sleeps; rank 0
 #                 must name rank 1 as silent, with exit status 5.
-#   mismatched    "mpi timeout: ranks in collectives that do not match*": rank 0 waits in a barrier, rank 1
+#   mismatched    "mpi timeout: ranks in collectives that do not match*" (MINIDL_DIST_TIMEOUT 5 s on rank 0,
+#                 60 s on rank 1, so that rank 0 is the one that times out): rank 0 waits in a barrier, rank 1
 #                 in max_over_ranks: both answer each other, so no rank is silent, and the message says so.
 #   bad value     MINIDL_DIST_TIMEOUT=5abc: refused on every rank, naming the variable, before training.
 # Each job runs under `timeout 120`: on the unfixed code it fails (status 124) instead of hanging.
@@ -101,8 +102,15 @@ for r in 1 0; do
 done
 
 # mpi_case NAME LOG: the hidden test case NAME under mpirun -np 2 with a timeout of 1 s; sets rc.
+# mpi_case NAME LOG [T0 T1]: the hidden case NAME on two ranks, with MINIDL_DIST_TIMEOUT=1 on both, or T0 on
+# rank 0 and T1 on rank 1 (two app contexts of one mpirun).
 mpi_case() {
-  timeout 120 bash "$here/mpirun.sh" 2 -x MINIDL_DIST_TIMEOUT=1 "$tests" "$1" --use-colour no >"$2" 2>&1
+  if [ $# -ge 4 ]; then
+    timeout 120 bash "$here/mpirun.sh" 1 -x MINIDL_DIST_TIMEOUT="$3" "$tests" "$1" --use-colour no \
+      : -np 1 -x MINIDL_DIST_TIMEOUT="$4" "$tests" "$1" --use-colour no >"$2" 2>&1
+  else
+    timeout 120 bash "$here/mpirun.sh" 2 -x MINIDL_DIST_TIMEOUT=1 "$tests" "$1" --use-colour no >"$2" 2>&1
+  fi
   rc=$?
   [ $rc -ne 124 ] || fail "$1: the job was still running after 120 s (it hangs)"
   [ $rc -eq 5 ] || fail "$1: mpirun exited with status $rc (wanted 5)"
@@ -113,8 +121,12 @@ grep -q "minidl dist: rank 0 of 2 (host [^)]*) waited 1 s (MINIDL_DIST_TIMEOUT) 
   fail "a skipped barrier: rank 0 did not name rank 1 as silent"
 echo "OK: rank 1 skipped a barrier: rank 0 named it (status 5)"
 
-mpi_case "mpi timeout: ranks in collectives that do not match*" "$dir/mismatch.log"
-grep -q "minidl dist: rank 0 of 2 (host [^)]*) waited 1 s (MINIDL_DIST_TIMEOUT) in collective #\([0-9]*\) (barrier); no rank is silent: rank 1 answered from collective #\1: the ranks wait in collectives that do not match" "$dir/mismatch.log" ||
+# Both ranks wait, so either could time out first; the one that does ends the job, and only rank 0's
+# message is checked. So rank 0 waits 5 s and rank 1 60 s: rank 0 always speaks first, and 5 s (not 1)
+# leaves room for the two processes to start seconds apart on a loaded machine (with 1 s on both, rank 1
+# was sometimes named silent while still starting, or ended the job first).
+mpi_case "mpi timeout: ranks in collectives that do not match*" "$dir/mismatch.log" 5 60
+grep -q "minidl dist: rank 0 of 2 (host [^)]*) waited 5 s (MINIDL_DIST_TIMEOUT) in collective #\([0-9]*\) (barrier); no rank is silent: rank 1 answered from collective #\1: the ranks wait in collectives that do not match" "$dir/mismatch.log" ||
   fail "mismatched collectives: rank 0 did not say that every rank answered"
 echo "OK: ranks in different collectives: no rank named silent, the message says they do not match (status 5)"
 echo "PASS"

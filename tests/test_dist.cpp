@@ -522,7 +522,8 @@ TEST_CASE("mpi: DataParallel averages buffers and sums metrics over the ranks", 
 }
 
 // Run only by tests/dist_timeout_test.sh, each by its name (hidden, and left out of ctest's list: the job
-// each starts ends with exit status 5), as `mpirun -np 2 minidl_tests NAME` with MINIDL_DIST_TIMEOUT=1.
+// each starts ends with exit status 5), as `mpirun -np 2 minidl_tests NAME` with MINIDL_DIST_TIMEOUT=1 (the
+// mismatched collectives: 5 s on rank 0, 60 s on rank 1).
 // Here rank 1 skips a barrier and is silent (asleep, in no collective); rank 0 must end the job, naming it.
 TEST_CASE("mpi timeout: rank 1 skips a barrier, rank 0 names it and ends the job", "[.][mpi_timeout]") {
   auto comm = mpi_communicator_or_skip();
