@@ -92,6 +92,13 @@ LoadedModel load_model(const std::string& path, Device device) {
 
 int64_t eval_batch_size(Device device) { return device.is_cuda() ? 500 : 100; }
 
+DataLoaderOptions eval_loader_options(Device device, int64_t batch) {
+  DataLoaderOptions lo;
+  lo.batch_size = batch > 0 ? batch : eval_batch_size(device);
+  lo.pin_memory = device.is_cuda();
+  return lo;
+}
+
 EvalResult evaluate(CaptchaModel& model, DataLoader& loader, const std::string& charset, Device device,
                     const std::string& title, int64_t max_mistakes) {
   model.eval();

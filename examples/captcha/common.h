@@ -75,6 +75,9 @@ EvalResult evaluate(CaptchaModel& model, minidl::DataLoader& loader, const std::
                     minidl::Device device, const std::string& title, int64_t max_mistakes = 8);
 // Evaluation batch size: large on a GPU, moderate on the CPU (convolution buffers grow with it).
 int64_t eval_batch_size(minidl::Device device);
+// The loader options of evaluation and validation on `device`: `batch` (eval_batch_size's when 0), in order,
+// and on a GPU in page-locked memory (DataLoaderOptions::pin_memory).
+minidl::DataLoaderOptions eval_loader_options(minidl::Device device, int64_t batch = 0);
 
 std::string percent(double fraction);
 

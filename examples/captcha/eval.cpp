@@ -83,10 +83,7 @@ int run_eval(const EvalArgs& a) {
                 static_cast<long long>(a.count), static_cast<unsigned long long>(seed), loaded.length.c_str(),
                 loaded.charset.c_str());
   }
-  DataLoaderOptions lo;
-  lo.batch_size = a.batch > 0 ? a.batch : eval_batch_size(device);
-  lo.pin_memory = device.is_cuda();  // the copy to the GPU does not wait for the previous batch
-  DataLoader loader(data, lo);
+  DataLoader loader(data, eval_loader_options(device, a.batch));
   const EvalResult r = evaluate(*loaded.model, loader, loaded.charset, device, "eval", a.show_mistakes);
   // Finite weights can still be absurd (1e30, saved by a run that diverged): then the outputs are not
   // numbers, and neither is the loss.

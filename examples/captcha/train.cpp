@@ -126,8 +126,7 @@ int run_train(const TrainArgs& a) {
   const bool use_cuda_graph = examples::use_cuda_graph(device, a.cuda_graph, a.no_cuda_graph, a.distributed);
   if (root) examples::print_run_environment("captcha train", device, a.kernels);  // examples/run_environment.h
   const int threads = thread_count(a.threads);
-  // On a GPU the batches come in page-locked memory, so their copy does not wait for the previous step.
-  const bool pin = device.is_cuda();
+  const bool pin = device.is_cuda();  // GPU batches in page-locked memory: their copy does not wait (nn/data.h)
   TrainingData data = a.data.empty() ? generated_data(a, threads, shard, pin) : folder_data(a, threads, shard, pin);
   if (job) {  // this rank validates its part of the validation set
     const Range part = shard_range(data.validation->size(), job->rank, job->world_size);
@@ -206,10 +205,7 @@ int run_train(const TrainArgs& a) {
     std::printf("captcha: gradients in %zu buckets, all-reduced during backward:\n%s", dp->bucket_count(),
                 dp->describe_buckets().c_str());
   }
-  DataLoaderOptions val_options;
-  val_options.batch_size = eval_batch_size(device);
-  val_options.pin_memory = pin;
-  DataLoader val_loader(data.validation, val_options);
+  DataLoader val_loader(data.validation, eval_loader_options(device));
   std::unique_ptr<MetricsWriter> metrics;
   if (!a.metrics.empty() && root)
     metrics = std::make_unique<MetricsWriter>(a.metrics, /*append=*/!a.run.resume.empty(), "--metrics");
