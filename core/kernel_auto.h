@@ -22,6 +22,7 @@
 // each kernel several times on the same arguments, which is only harmless for a kernel that overwrites
 // its outputs from inputs it does not change.
 //   - sgd_step, adam_step: update parameters and moments in place; each call is one more step;
+//   - batch_norm.running_stats: updates the running statistics in place; each call is one more blend;
 //   - dropout_mask: a random op (each call of the op draws new numbers; the kernel gets them as a counter);
 //   - gru_sequence.backward, lstm_sequence.backward: may consume the forward's reserve (cuDNN's backward
 //     overwrites it), so a second call would read something else;

@@ -253,15 +253,19 @@ Tensor Tensor::pin_memory() const {
   const std::string no_gpu = why_no_gpu();
   MINIDL_CHECK(no_gpu.empty(), "pin_memory: page-locked memory serves copies to a GPU, and there is none (", no_gpu,
                ")");
-  const Tensor src = contiguous();
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(src.numel() * dtype_size(src.dtype()), Storage::PinnedHost{},
+  impl->storage = std::make_shared<Storage>(numel() * dtype_size(dtype()), Storage::PinnedHost{},
                                             backend_for(DeviceType::cuda));
-  impl->shape = src.shape();
-  impl->strides = contiguous_strides(src.shape());
-  impl->dtype = src.dtype();
+  impl->shape = shape();
+  impl->strides = contiguous_strides(shape());
+  impl->dtype = dtype();
   Tensor out(impl);
-  if (out.numel() > 0) std::memcpy(out.raw_data(), src.raw_data(), out.numel() * dtype_size(out.dtype()));
+  if (out.numel() == 0) return out;
+  // One copy either way: a plain memcpy of contiguous memory, else copy_'s strided walk (no history).
+  if (is_contiguous())
+    std::memcpy(out.raw_data(), raw_data(), out.numel() * dtype_size(out.dtype()));
+  else
+    copy_(out, detach());
   return out;
 }
 

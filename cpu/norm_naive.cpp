@@ -9,6 +9,9 @@
 //                          grad_x = gamma * invstd / M * (M * g - grad_beta - xhat * grad_gamma)
 //   batch_norm_relu:          y = relu(batch_norm's y)          (relu(v) = v > 0 ? v : 0)
 //   batch_norm_relu.backward: batch_norm.backward with g replaced by g * [y > 0], y the forward's output
+//   batch_norm.running_stats: in place, from a training call's save_mean, save_invstd over M values,
+//                          running_mean = (1 - momentum) * running_mean + momentum * save_mean
+//                          running_var  = (1 - momentum) * running_var + momentum * (1/invstd^2 - eps) * M/(M-1)
 #include <cmath>
 
 #include "core/dispatch.h"
@@ -131,6 +134,26 @@ bool batch_norm_relu_backward_naive(const Tensor& x, const Tensor& y, const Tens
   return backward_naive(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
 }
 
+bool batch_norm_running_stats_naive(const Tensor& save_mean, const Tensor& save_invstd, double momentum, double eps,
+                                    int64_t count, Tensor& running_mean, Tensor& running_var) {
+  const int64_t channels = save_mean.numel();
+  const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+  return MINIDL_FLOAT_TYPES(save_mean.dtype(), {
+    const T* pmean = save_mean.data<T>();
+    const T* pinvstd = save_invstd.data<T>();
+    T* prm = running_mean.defined() ? running_mean.data<T>() : nullptr;
+    T* prv = running_var.defined() ? running_var.data<T>() : nullptr;
+    for (int64_t c = 0; c < channels; ++c) {
+      if (prm) prm[c] = static_cast<T>((1 - momentum) * prm[c] + momentum * pmean[c]);
+      if (prv) {
+        const double invstd = pinvstd[c];
+        const double var = 1.0 / (invstd * invstd) - eps;
+        prv[c] = static_cast<T>((1 - momentum) * prv[c] + momentum * var * unbias);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void register_norm_naive_cpu() {
@@ -143,6 +166,8 @@ void register_norm_naive_cpu() {
   register_kernel(keys::batch_norm_relu, DeviceType::cpu, "naive", Priority::reference, d, batch_norm_naive<true>);
   register_kernel(keys::batch_norm_relu_backward, DeviceType::cpu, "naive", Priority::reference, d,
                   batch_norm_relu_backward_naive);
+  register_kernel(keys::batch_norm_running_stats, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: one channel at a time, in double", batch_norm_running_stats_naive);
 }
 
 }  // namespace minidl

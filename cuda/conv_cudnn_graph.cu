@@ -154,6 +154,27 @@ bool down_converts(cudnnBackendDescriptor_t cfg) {
   return false;
 }
 
+// The operation descriptor of each stage and its attributes for x (dx), w (dw), y (dy), the convolution,
+// alpha and beta, in Stage order.
+struct StageAttributes {
+  cudnnBackendDescriptorType_t op_type;
+  cudnnBackendAttributeName_t x, w, y, conv, alpha, beta;
+};
+constexpr StageAttributes kStageAttributes[3] = {
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA},
+    {CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA,
+     CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA},
+};
+
 // Builds the operation graph of one stage, asks the heuristics, builds and times the candidates on the
 // call's buffers, and returns the fastest plan (null when none builds).
 std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape& xs, const Shape& ws, const Shape& ys,
@@ -179,38 +200,17 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   if (!conv.finalize()) return nullptr;
 
   // The operation: forward y = conv(x, w); backward data dx = conv^T(dy, w); backward filter dw from x, dy.
-  const cudnnBackendDescriptorType_t op_types[3] = {CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
-                                                    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-                                                    CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_FILTER_DESCRIPTOR};
-  Desc op(op_types[static_cast<int>(stage)]);
+  // Each stage names the same six attributes its own way (kStageAttributes).
+  const StageAttributes& names = kStageAttributes[static_cast<int>(stage)];
+  Desc op(names.op_type);
   const float alpha = 1.0f, beta = 0.0f;
   cudnnBackendDescriptor_t xd = x_desc->get(), wd = w_desc->get(), yd = y_desc->get(), cd = conv.get();
-  switch (stage) {
-    case Stage::forward:
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-    case Stage::backward_input:
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-    case Stage::backward_weight:
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DW, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_DY, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
-      op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_FILTER_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-      break;
-  }
+  op.set(names.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
+  op.set(names.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
+  op.set(names.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
+  op.set(names.conv, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cd);
+  op.set(names.alpha, CUDNN_TYPE_FLOAT, 1, &alpha);
+  op.set(names.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   if (!op.finalize()) return nullptr;
 
   Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);

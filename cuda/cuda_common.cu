@@ -5,6 +5,8 @@
 // which some libstdc++ versions deadlock on after a throwing initialiser: a failed creation simply throws
 // and the next call tries again). Streams and handles live until the process ends: destroying them from
 // static destructors would race with the CUDA runtime's own teardown.
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 
 #include "cuda/cuda_common.h"
@@ -16,6 +18,11 @@ namespace {
 
 // More devices than any single host we target; indices are checked against it.
 constexpr int kMaxDevices = 64;
+
+// Bit d is set once device d's stream exists (streams live as long as the process): devices_with_stream,
+// called on every pinned-memory allocation and release, reads it without taking 64 locks.
+std::atomic<uint64_t> g_devices_with_stream{0};
+static_assert(kMaxDevices <= 64, "one bit per device");
 
 struct DeviceState {
   std::mutex mutex;
@@ -74,17 +81,16 @@ cudaStream_t stream(int device) {
     cudaStream_t created = nullptr;
     MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
     s.stream = created;
+    g_devices_with_stream.fetch_or(uint64_t{1} << device, std::memory_order_release);
   }
   return s.stream;
 }
 
 std::vector<int> devices_with_stream() {
+  const uint64_t bits = g_devices_with_stream.load(std::memory_order_acquire);
   std::vector<int> out;
-  for (int d = 0; d < kMaxDevices; ++d) {
-    DeviceState& s = state(d);
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.stream != nullptr) out.push_back(d);
-  }
+  for (int d = 0; d < kMaxDevices; ++d)
+    if (bits & (uint64_t{1} << d)) out.push_back(d);
   return out;
 }
 

@@ -53,6 +53,7 @@ MINIDL_KERNEL_FILE(register_pool_cudnn_cuda)        // cuda/pool_cudnn.cu
 #endif
 MINIDL_KERNEL_FILE(register_batchnorm_v1_two_pass_cuda)  // cuda/batchnorm_v1_two_pass.cu
 MINIDL_KERNEL_FILE(register_batchnorm_v2_split_cuda)     // cuda/batchnorm_v2_split.cu
+MINIDL_KERNEL_FILE(register_batchnorm_running_stats_cuda)  // cuda/batchnorm_running_stats.cu
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_batchnorm_cudnn_cuda)        // cuda/batchnorm_cudnn.cu
 #endif

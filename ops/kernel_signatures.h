@@ -286,6 +286,18 @@ using BatchNormReluBackwardKernel = bool(const Tensor& x, const Tensor& y, const
 namespace keys {
 inline const KernelKey<BatchNormReluBackwardKernel> batch_norm_relu_backward{"batch_norm_relu.backward"};
 }  // namespace keys
+// Key "batch_norm.running_stats" (training, after "batch_norm" or "batch_norm_relu"; in place, no
+// autograd): from that call's save_mean and save_invstd [C] over its M = N*S values per channel,
+//   var_c          = 1 / save_invstd_c^2 - eps                          (the biased batch variance)
+//   running_mean_c = (1 - momentum) * running_mean_c + momentum * save_mean_c
+//   running_var_c  = (1 - momentum) * running_var_c  + momentum * var_c * M / (M - 1)   (unbiased)
+// running_mean and running_var [C] are updated in place (the one exception to "outputs are fresh");
+// either may be undefined, and is then left alone. count is M (at least 2).
+using BatchNormRunningStatsKernel = bool(const Tensor& save_mean, const Tensor& save_invstd, double momentum,
+                                         double eps, int64_t count, Tensor& running_mean, Tensor& running_var);
+namespace keys {
+inline const KernelKey<BatchNormRunningStatsKernel> batch_norm_running_stats{"batch_norm.running_stats"};
+}  // namespace keys
 
 // ---------------------------------------------------------------- optimizer updates (in place, float32)
 // Fused over a whole list of parameters so a GPU can do all of them in a few launches.

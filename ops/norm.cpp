@@ -9,7 +9,8 @@
 //              running stats, updated in place (no autograd), with the unbiased batch variance:
 //                running_mean = (1 - momentum) * running_mean + momentum * mean
 //                running_var  = (1 - momentum) * running_var  + momentum * var * M / (M - 1)
-//              where var = 1 / invstd^2 - eps is recovered from the saved invstd.
+//              where var = 1 / invstd^2 - eps is recovered from the saved invstd (kernel
+//              "batch_norm.running_stats", one launch for both).
 //   evaluation: the same affine map with running_mean / running_var (kernel "batch_norm.inference");
 //              the statistics are constants, so with a = gamma / sqrt(running_var + eps):
 //                grad_x = g * a,  grad_gamma = sum g * (x - running_mean) / sqrt(running_var + eps),
@@ -55,16 +56,18 @@ Tensor packed_or(const Tensor& t, double value, int64_t channels, const Tensor& 
   return t.defined() ? t.detach().contiguous() : full({channels}, value, x.options());
 }
 
+// The running statistics in one kernel launch ("batch_norm.running_stats"; written as elementwise ops
+// the same formulas took eleven). A running tensor that is a strided view is updated through a copy.
 void update_running_stats(const Tensor& running_mean, const Tensor& running_var, const Tensor& save_mean,
                           const Tensor& save_invstd, double momentum, double eps, int64_t count) {
+  if (!running_mean.defined() && !running_var.defined()) return;
   NoGradGuard no_grad;
-  if (running_mean.defined())
-    copy_(running_mean, add(mul_scalar(running_mean, 1 - momentum), mul_scalar(save_mean, momentum)));
-  if (running_var.defined()) {
-    const Tensor biased = add_scalar(pow_scalar(save_invstd, -2.0), -eps);
-    const Tensor unbiased = mul_scalar(biased, static_cast<double>(count) / static_cast<double>(count - 1));
-    copy_(running_var, add(mul_scalar(running_var, 1 - momentum), mul_scalar(unbiased, momentum)));
-  }
+  auto packed = [](const Tensor& t) { return t.defined() && !t.is_contiguous() ? t.contiguous() : t; };
+  Tensor mean = packed(running_mean), var = packed(running_var);
+  dispatch(keys::batch_norm_running_stats, save_mean.device(), save_mean, save_invstd, momentum, eps, count, mean,
+           var);
+  if (running_mean.defined() && !running_mean.is_contiguous()) copy_(running_mean, mean);
+  if (running_var.defined() && !running_var.is_contiguous()) copy_(running_var, var);
 }
 
 }  // namespace

@@ -38,6 +38,11 @@
 #                    twice; the NHWC TF32 step's profile
 #   graph26          conv2d through cuDNN's graph API against its classic API on the channels-last captcha step
 #   train26          `captcha train` with its defaults (wall time to the saved model), then `captcha eval`
+#   bn26             issue 26, round 3: batch norm's step 1 with several loads in flight and the running
+#                    statistics in one launch, against the build in $OLD (default build-old): the batch-norm
+#                    kernels at the captcha model's block-1 and block-3 shapes (minidl bench), the captcha step
+#                    (CUDA graph, channels-last) under TF32 and BF16, alternated twice; the [batch_norm] and
+#                    [norm] tests and memcheck over the CUDA ones; the new step's profile
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -284,6 +289,39 @@ for s in "${steps[@]}"; do
       grep -h "^epoch\|final validation" "$out/t26_captcha_train.log" | tee -a "$out/summary.log"
       run t26_captcha_eval 120 "$bin/captcha" eval --model "$out/c26.ckpt" --device cuda
       grep -h "accuracy" "$out/t26_captcha_eval.log" | tee -a "$out/summary.log" ;;
+    bn26)  # issue 26, round 3: the batch-norm changes against the build before them ($OLD)
+      old=${OLD:-build-old}/bin
+      run b26_tests 200 "$bin/minidl_tests" "[batch_norm],[norm],[memory_format][cuda],[data]"
+      run b26_memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+        "$bin/minidl_tests" "[cuda][batch_norm]"
+      grep -h "test cases\|assertions\|ERROR SUMMARY" "$out"/b26_tests.log "$out"/b26_memcheck.log | tee -a "$out/summary.log"
+      # the channels-last shapes are rows [N*H*W, C]: block 1 (128x64x192 rows of 32) and block 3 (128x16x48 of 128)
+      for side in old new; do
+        b=$bin; [ $side = old ] && b=$old
+        run "b26_kernels_$side" 120 "$b/minidl" bench --device cuda --op batch_norm_relu --budget 0.2 \
+          --shape batch_norm_relu:1572864x32 --shape batch_norm_relu.backward:1572864x32 \
+          --shape batch_norm_relu:98304x128 --shape batch_norm_relu.backward:98304x128 \
+          --shape batch_norm_relu:128x32x12288 --shape batch_norm_relu.backward:128x32x12288
+        grep -h "v2_split" "$out/b26_kernels_$side.log" | sed "s/^/b26_kernels_$side: /" | tee -a "$out/summary.log"
+      done
+      for r in 1 2; do
+        for prec in tf32 bf16; do
+          for side in old new; do
+            b=$bin; [ $side = old ] && b=$old
+            run "b26_${prec}_${side}_$r" 40 "$b/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+              --precision $prec --cuda-graph
+          done
+        done
+      done
+      for f in "$out"/b26_*_old_*.log "$out"/b26_*_new_*.log; do
+        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done
+      MINIDL_PROFILE=1 run b26_profile_new 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+        --precision tf32 --warmup 5 --steps 10
+      echo "b26_profile_new: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
+      grep "minidl profile\] [a-z]" "$out/b26_profile_new.log" | grep -v "kernel (key" | \
+        awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -16 | \
+        tee -a "$out/summary.log" ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"

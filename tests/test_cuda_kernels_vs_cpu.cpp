@@ -164,8 +164,10 @@ Shape pool_out_shape(const PoolCase& c) {
 
 // Batch-norm inputs as the kernels see them: [N, C, S] (S = 1 for [N, C], H*W for images). {4100, 70, 1}:
 // rows (a channels-last [N, C, H, W] is seen as [N*H*W, C, 1]) in many chunks and a partial channel tile.
-const std::vector<Shape> kBatchNormShapes = {{7, 33, 1}, {3, 2, 1}, {4100, 70, 1}, {4, 3, 35}, {2, 40, 129},
-                                             {8, 64, 1025}};
+// The last two are long enough for the split kernels' step 1 to load several values per thread at once
+// and still leave a remainder (cuda/batchnorm_v2_split.cu, kLoadsInFlight): rows and [N, C, S].
+const std::vector<Shape> kBatchNormShapes = {{7, 33, 1},  {3, 2, 1},     {4100, 70, 1},   {4, 3, 35},
+                                             {2, 40, 129}, {8, 64, 1025}, {50001, 33, 1}, {40, 2, 33001}};
 
 }  // namespace
 
@@ -696,6 +698,21 @@ TEST_CASE("cuda batch_norm kernels match the naive CPU kernels (training, infere
       CHECK(compare(gx, gx_ref, kRtol, atol_for(8)) == "");
       CHECK(compare(gg, gg_ref, kRtol, atol_for(m)) == "");
       CHECK(compare(gb, gb_ref, kRtol, atol_for(m)) == "");
+    });
+    // The running statistics from this forward's save_mean and save_invstd.
+    Tensor rm_ref = run_mean.clone(), rv_ref = run_var.clone();
+    with_cpu_naive("batch_norm.running_stats", [&] {
+      dispatch<BatchNormRunningStatsKernel>("batch_norm.running_stats", Device::cpu(), mean_ref, invstd_ref, 0.1, eps,
+                                            m, rm_ref, rv_ref);
+    });
+    for_each_kernel("batch_norm.running_stats", [&](Device d, const std::string& name) {
+      if (d.is_cpu()) return;
+      Tensor rm = run_mean.to(d).clone(), rv = run_var.to(d).clone();
+      dispatch<BatchNormRunningStatsKernel>("batch_norm.running_stats", d, mean_ref.to(d), invstd_ref.to(d), 0.1, eps,
+                                            m, rm, rv);
+      CHECK(last_kernel("batch_norm.running_stats", d.type) == name);
+      CHECK(compare(rm, rm_ref, 1e-6, 1e-7) == "");
+      CHECK(compare(rv, rv_ref, 1e-6, 1e-7) == "");
     });
   }
 }

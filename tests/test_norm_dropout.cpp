@@ -149,6 +149,57 @@ TEST_CASE("batch_norm training: output and running statistics by hand", "[norm]"
   CHECK(running_mean.is_leaf());
 }
 
+// The running statistics' kernel on every device (key "batch_norm.running_stats"), alone: values by
+// hand in float64, a missing running tensor left alone, and through the op, a strided running tensor
+// (every other element of a buffer) updated where it lies and nowhere else.
+TEST_CASE("batch_norm.running_stats: values by hand, one tensor missing, a strided running tensor", "[norm]") {
+  const double momentum = 0.25, eps = 0.01;
+  const int64_t count = 5;
+  for_each_kernel("batch_norm.running_stats", [&](Device d, const std::string& name) {
+    // invstd 2 and 0.5: biased variances 1/4 - eps and 4 - eps.
+    const Tensor save_mean = from_vector({1.0, -3.0}, {2}).to(DType::float64).to(d);
+    const Tensor save_invstd = from_vector({2.0, 0.5}, {2}).to(DType::float64).to(d);
+    Tensor running_mean = from_vector({0.5, 2.0}, {2}).to(DType::float64).to(d);
+    Tensor running_var = from_vector({1.0, 3.0}, {2}).to(DType::float64).to(d);
+    dispatch(keys::batch_norm_running_stats, d, save_mean, save_invstd, momentum, eps, count, running_mean,
+             running_var);
+    CHECK(last_kernel("batch_norm.running_stats", d.type) == name);
+    const std::vector<double> rm = running_mean.to_vector<double>(), rv = running_var.to_vector<double>();
+    CHECK(rm[0] == Approx(0.75 * 0.5 + 0.25 * 1.0).epsilon(1e-12));
+    CHECK(rm[1] == Approx(0.75 * 2.0 + 0.25 * -3.0).epsilon(1e-12));
+    CHECK(rv[0] == Approx(0.75 * 1.0 + 0.25 * (0.25 - eps) * 5.0 / 4.0).epsilon(1e-12));
+    CHECK(rv[1] == Approx(0.75 * 3.0 + 0.25 * (4.0 - eps) * 5.0 / 4.0).epsilon(1e-12));
+
+    // Only the mean: the variance is not there to update; the mean moves as before.
+    Tensor only_mean = from_vector({0.5, 2.0}, {2}).to(DType::float64).to(d), no_var;
+    dispatch(keys::batch_norm_running_stats, d, save_mean, save_invstd, momentum, eps, count, only_mean, no_var);
+    CHECK(only_mean.to_vector<double>() == rm);
+    // Only the variance.
+    Tensor no_mean, only_var = from_vector({1.0, 3.0}, {2}).to(DType::float64).to(d);
+    dispatch(keys::batch_norm_running_stats, d, save_mean, save_invstd, momentum, eps, count, no_mean, only_var);
+    CHECK(only_var.to_vector<double>() == rv);
+  });
+
+  // Through batch_norm: running tensors that are every other element of a buffer (not contiguous).
+  const Tensor x = from_vector({1, 2, 2, 4, 3, 6, 4, 8}, {4, 2});  // channel means 2.5, 5; unbiased vars 5/3, 20/3
+  for (Device d : test_devices()) {
+    INFO("device " << d.str());
+    const Tensor mean_buffer = from_vector({0, 7, 0, 7}, {4}).to(d), var_buffer = from_vector({1, 7, 1, 7}, {4}).to(d);
+    const Tensor running_mean = mean_buffer.slice(0, 0, 4, 2), running_var = var_buffer.slice(0, 0, 4, 2);
+    REQUIRE_FALSE(running_mean.is_contiguous());
+    batch_norm(x.to(d), Tensor(), Tensor(), running_mean, running_var, true, 0.1, 1e-5);
+    const std::vector<float> m = mean_buffer.to_vector<float>(), v = var_buffer.to_vector<float>();
+    CHECK(m[0] == Approx(0.25));
+    CHECK(m[2] == Approx(0.5));
+    CHECK(v[0] == Approx(0.9 + 0.1 * 5.0 / 3.0));
+    CHECK(v[2] == Approx(0.9 + 0.1 * 20.0 / 3.0));
+    CHECK(m[1] == 7);  // the elements between them are untouched
+    CHECK(m[3] == 7);
+    CHECK(v[1] == 7);
+    CHECK(v[3] == 7);
+  }
+}
+
 TEST_CASE("batch_norm evaluation uses the running statistics and leaves them alone", "[norm]") {
   const Tensor x = from_vector({0, 1, 2, 3, 4, 5}, {3, 2});
   for_each_kernel("batch_norm", [&](Device d, const std::string& name) {

@@ -1,8 +1,9 @@
 // tools/bench/cases_norm_optim.cpp — bench cases of batch normalisation (training forward, inference,
-// backward) and of the fused optimizer steps (sgd_step, adam_step).
+// backward, running statistics) and of the fused optimizer steps (sgd_step, adam_step).
 //
 // Shape syntax:
 //   batch_norm  NxCxS or NxCxHxW     x [N, C, S] (S = H*W), per-channel statistics over N*S values
+//   batch_norm.running_stats  the same shape: its C running means and variances, statistics over N*S values
 //   sgd_step, adam_step  SHAPE[,SHAPE...]   the parameter tensors of one step, "32x1x3x3,32,..."
 // FLOP models (per element of x or of the parameters; conventions in tools/bench/case.h):
 //   batch_norm (training) 8: the mean (1), the variance (3: subtract, square, add), y = xhat*gamma+beta
@@ -10,6 +11,8 @@
 //   backward 10: the two sums (1 + 4 with xhat) and grad_x (5)
 //   batch_norm_relu: batch_norm's (the clamp not counted); its backward 11 (the mask's select) and one
 //   more tensor read (the forward's output)
+//   batch_norm.running_stats 9 per channel: the mean's blend (3), the variance from invstd (3), its blend
+//   with the unbiasing factor (3)
 //   sgd_step 7 with momentum 0.9 and weight decay (g + wd p: 2, b = m b + g': 3, p -= lr b: 2)
 //   adam_step 14: m (3), v (4), the two bias corrections (2), sqrt, add eps, divide, p -= lr * ... (2)
 // Bytes: x (or p, g and the optimizer state) read once, every output written once.
@@ -41,6 +44,7 @@ Shape read_batch_norm(const std::string& key, const std::string& spec) {
 // six [C] vectors.
 double batch_norm_bytes(const std::string& key, const std::string& spec) {
   const Shape xs = read_batch_norm(key, spec);
+  if (key == "batch_norm.running_stats") return 8 * float_bytes(xs[1]);  // four [C] vectors and pristine copies
   const bool backward = key.find(".backward") != std::string::npos;
   return (backward ? 6 : 2) * float_bytes(shape_numel(xs)) + 8 * float_bytes(xs[1]);
 }
@@ -53,6 +57,25 @@ BenchCase batch_norm_case(const std::string& key, const std::string& spec, Devic
   const double eps = 1e-5;
   Tensor x = normal_input(xs, d), gamma = uniform_input(cs, 0.5, 1.5, d), beta = uniform_input(cs, -0.5, 0.5, d);
   BenchCase c;
+  if (key == "batch_norm.running_stats") {
+    // In place: the running tensors are restored from pristine copies before every call.
+    const Tensor save_mean = normal_input(cs, d), save_invstd = uniform_input(cs, 0.5, 2.0, d);
+    const Tensor mean0 = normal_input(cs, d), var0 = uniform_input(cs, 0.5, 1.5, d);
+    Tensor mean = output(cs, d), var = output(cs, d);
+    const int64_t count = batch * spatial;
+    c.flops = 9 * static_cast<double>(channels);
+    c.bytes = 6 * static_cast<double>(channels) * kFloatBytes;
+    c.prepare = [=](const KernelInfo&) mutable {
+      copy_(mean, mean0);
+      copy_(var, var0);
+      return std::string();
+    };
+    c.run = [=](const KernelInfo& k) mutable {
+      return call_as<BatchNormRunningStatsKernel>(k, save_mean, save_invstd, 0.1, eps, count, mean, var);
+    };
+    c.outputs = [=] { return std::vector<Tensor>{mean, var}; };
+    return c;
+  }
   if (key == "batch_norm" || key == "batch_norm_relu") {
     Tensor y = output(xs, d), mean = output(cs, d), invstd = output(cs, d);
     c.flops = 8 * n;
@@ -223,7 +246,9 @@ std::string captcha_parameters() {
 void add_norm_optim_cases(std::vector<CaseFamily>& families) {
   families.push_back({concat(MINIDL_BENCH_KEYS(BatchNormKernel, {"batch_norm"}),
                              concat(MINIDL_BENCH_KEYS(BatchNormInferenceKernel, {"batch_norm.inference"}),
-                                    MINIDL_BENCH_KEYS(BatchNormBackwardKernel, {"batch_norm.backward"}))),
+                                    concat(MINIDL_BENCH_KEYS(BatchNormBackwardKernel, {"batch_norm.backward"}),
+                                           MINIDL_BENCH_KEYS(BatchNormRunningStatsKernel,
+                                                             {"batch_norm.running_stats"})))),
                       kBatchNormSyntax,
                       "x [N, C, S] (NxCxHxW is read as S = H*W); statistics per channel",
                       "3x4x5",
