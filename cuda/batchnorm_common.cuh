@@ -15,7 +15,8 @@
 //                             y the forward's output (y > 0 exactly where the normalised value was > 0)
 // The ReLU is a template parameter (Relu) of the training kernels: false for batch_norm, true for
 // batch_norm_relu, the same code otherwise (the CPU kernels, cpu/norm_*.cpp, do the same).
-// Running statistics are not touched here: the op front end updates them from save_mean/save_invstd.
+// Running statistics are not touched here: the op front end updates them from save_mean/save_invstd
+// (key "batch_norm.running_stats", cuda/batchnorm_running_stats.cu).
 // Included only by .cu files; what it defines is private to each (an unnamed namespace).
 #pragma once
 #include <cmath>
