@@ -164,11 +164,12 @@ std::string spec_of(const std::string& key, const std::vector<std::string>& part
     if (!x.ok || x.dims.size() < 2 || x.dims.size() > 4) return "";
     return join_dims(x.dims);
   }
-  // batch_norm.running_stats (save_mean, save_invstd, ...): C, the length of save_mean.
+  // batch_norm.running_stats (save_mean, save_invstd, ...): the batch_norm syntax with C = save_mean's
+  // length, as 2xC (the call's M is not in its tensors, and the update's cost does not depend on it).
   if (key == "batch_norm.running_stats") {
     const TensorPart mean = tensor(0);
     if (!mean.ok || mean.dims.size() != 1) return "";
-    return join_dims(mean.dims);
+    return join_dims({2, mean.dims[0]});
   }
   return "";
 }

@@ -16,6 +16,7 @@
 //   sgd_step 7 with momentum 0.9 and weight decay (g + wd p: 2, b = m b + g': 3, p -= lr b: 2)
 //   adam_step 14: m (3), v (4), the two bias corrections (2), sqrt, add eps, divide, p -= lr * ... (2)
 // Bytes: x (or p, g and the optimizer state) read once, every output written once.
+#include <algorithm>
 #include <memory>
 
 #include "core/strings.h"
@@ -55,14 +56,13 @@ BenchCase batch_norm_case(const std::string& key, const std::string& spec, Devic
   const Shape xs = {batch, channels, spatial}, cs = {channels};
   const double n = static_cast<double>(shape_numel(xs));
   const double eps = 1e-5;
-  Tensor x = normal_input(xs, d), gamma = uniform_input(cs, 0.5, 1.5, d), beta = uniform_input(cs, -0.5, 0.5, d);
-  BenchCase c;
-  if (key == "batch_norm.running_stats") {
+  if (key == "batch_norm.running_stats") {  // only [C] tensors: x is not made
+    BenchCase c;
     // In place: the running tensors are restored from pristine copies before every call.
     const Tensor save_mean = normal_input(cs, d), save_invstd = uniform_input(cs, 0.5, 2.0, d);
     const Tensor mean0 = normal_input(cs, d), var0 = uniform_input(cs, 0.5, 1.5, d);
     Tensor mean = output(cs, d), var = output(cs, d);
-    const int64_t count = batch * spatial;
+    const int64_t count = std::max<int64_t>(2, batch * spatial);  // the key's contract: M >= 2
     c.flops = 9 * static_cast<double>(channels);
     c.bytes = 6 * static_cast<double>(channels) * kFloatBytes;
     c.prepare = [=](const KernelInfo&) mutable {
@@ -76,6 +76,8 @@ BenchCase batch_norm_case(const std::string& key, const std::string& spec, Devic
     c.outputs = [=] { return std::vector<Tensor>{mean, var}; };
     return c;
   }
+  Tensor x = normal_input(xs, d), gamma = uniform_input(cs, 0.5, 1.5, d), beta = uniform_input(cs, -0.5, 0.5, d);
+  BenchCase c;
   if (key == "batch_norm" || key == "batch_norm_relu") {
     Tensor y = output(xs, d), mean = output(cs, d), invstd = output(cs, d);
     c.flops = 8 * n;
