@@ -56,6 +56,7 @@
 #include "cuda/conv_implicit_gemm_launch.cuh"
 #include "cuda/cuda_common.h"
 #include "cuda/kernel_helpers.h"
+#include "cuda/mma_tf32.cuh"
 #include "ops/kernel_signatures.h"
 
 namespace minidl {
@@ -76,14 +77,7 @@ struct Tf32Tile : implicit_gemm::TileConfig<BM, BN, 16, 32 * WARPS_M * WARPS_N, 
   static_assert(kWM % 16 == 0 && kWN % 8 == 0, "warp tiles are whole mma tiles");
 };
 
-// D += A B for one 16x8x8 tile; a and b hold TF32 bit patterns (the loaders rounded them).
-__device__ __forceinline__ void mma_tf32_16x8x8(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+using cuda::mma_tf32_16x8x8;
 
 // One block per BM x BN tile of C and per K range (blockIdx.z); warp w owns the warp tile at rows
 // (w % WARPS_M) * WM, columns (w / WARPS_M) * WN of the block tile. The launch bounds ask for 512

@@ -26,6 +26,7 @@
 // Not done: ldmatrix fragment loads, larger warp tiles, split-K (fc1 runs 1 block: slow there).
 #include <type_traits>
 
+#include "cuda/mma_tf32.cuh"
 #include "cuda/sgemm_common.cuh"
 #include "ops/kernel_signatures.h"
 
@@ -55,20 +56,8 @@ constexpr size_t smem_bytes() {
   return sizeof(float) * kStages * (tile_floats<kBM, !TA>() + tile_floats<kBN, TB>());
 }
 
-__device__ __forceinline__ uint32_t to_tf32(float x) {
-  uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-
-// d += a b on one 16 x 8 x 8 tile (fragments as drawn above).
-__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+using cuda::mma_tf32_16x8x8;
+using cuda::to_tf32;
 
 template <bool TA, bool TB>
 __device__ __forceinline__ void copy_slice(float* smem, const Operand& a, const Operand& b, int m0, int n0, int k0,
@@ -137,7 +126,7 @@ __global__ void __launch_bounds__(kThreads, 2) tf32_mma_kernel(GemmBatch g) {
 #pragma unroll
       for (int i = 0; i < kMmaM; ++i)
 #pragma unroll
-        for (int j = 0; j < kMmaN; ++j) mma_tf32(acc[i][j], af[i], bf[j]);
+        for (int j = 0; j < kMmaN; ++j) mma_tf32_16x8x8(acc[i][j], af[i], bf[j]);
     }
   }
   cuda::cp_async_wait<0>();

@@ -43,6 +43,10 @@
 #                    kernels at the captcha model's block-1 and block-3 shapes (minidl bench), the captcha step
 #                    (CUDA graph, channels-last) under TF32 and BF16, alternated twice; the [batch_norm] and
 #                    [norm] tests and memcheck over the CUDA ones; the new step's profile
+#   wgrad26          issue 26, round 4: the channels-last 3x3 weight gradients (nhwc_3x3_*) against cuDNN's graph
+#                    API at the captcha model's shapes (minidl bench, MINIDL_TF32=1), the captcha step (CUDA
+#                    graph, channels-last) under TF32 and BF16 with each as the weight gradient, alternated twice;
+#                    the [conv2d] and [memory_format] tests and memcheck over the new kernel's; the step's profile
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -68,6 +72,21 @@ run() {  # run NAME SECONDS COMMAND...
   local rc=$?
   echo "step $name: exit $rc after $((SECONDS - start))s" | tee -a "$out/summary.log"
   tail -n 3 "$out/$name.log"
+}
+
+ab_summary() {  # ab_summary PREFIX: the mean step time of each PREFIX_*_old_* and PREFIX_*_new_* log
+  for f in "$out/$1"_*_old_*.log "$out/$1"_*_new_*.log; do
+    echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+  done
+}
+
+profile_nhwc_tf32() {  # profile_nhwc_tf32 NAME: the captcha step's profile (channels-last, TF32), ms per step by kernel
+  MINIDL_PROFILE=1 run "$1" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+    --precision tf32 --warmup 5 --steps 10
+  echo "$1: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
+  grep "minidl profile\] [a-z]" "$out/$1.log" | grep -v "kernel (key" | \
+    awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -16 | \
+    tee -a "$out/summary.log"
 }
 
 steps=("$@")
@@ -313,15 +332,37 @@ for s in "${steps[@]}"; do
           done
         done
       done
-      for f in "$out"/b26_*_old_*.log "$out"/b26_*_new_*.log; do
-        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      ab_summary b26
+      profile_nhwc_tf32 b26_profile_new ;;
+    wgrad26)  # issue 26, round 4: the channels-last 3x3 weight gradient (cuda/conv_wgrad_nhwc_3x3.cu)
+      run w26_tests 300 "$bin/minidl_tests" "[conv2d],[memory_format]"
+      run w26_memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+        "$bin/minidl_tests" "[cuda][conv2d][memory_format]"
+      grep -h "test cases\|assertions\|ERROR SUMMARY\|FAILED\|failed" "$out"/w26_tests.log "$out"/w26_memcheck.log | \
+        head -20 | tee -a "$out/summary.log"
+      # the captcha model's 3x3 convolutions: blocks 1 to 5 at 64x192 ... 4x12 (the first has 3 input channels)
+      shapes=""
+      for spec in 128x3x64x192,32x3x3x3 128x32x64x192,32x32x3x3 128x32x32x96,64x32x3x3 128x64x32x96,64x64x3x3 128x64x16x48,128x64x3x3 \
+               128x128x16x48,128x128x3x3 128x128x8x24,256x128x3x3 128x256x8x24,256x256x3x3 128x256x4x12,256x256x3x3; do
+        shapes="$shapes --shape conv2d.backward_weight:$spec,s1p1,nhwc"
       done
-      MINIDL_PROFILE=1 run b26_profile_new 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
-        --precision tf32 --warmup 5 --steps 10
-      echo "b26_profile_new: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
-      grep "minidl profile\] [a-z]" "$out/b26_profile_new.log" | grep -v "kernel (key" | \
-        awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -16 | \
-        tee -a "$out/summary.log" ;;
+      # shellcheck disable=SC2086
+      MINIDL_TF32=1 run w26_kernels 240 "$bin/minidl" bench --device cuda --op conv2d.backward_weight --budget 0.2 \
+        --kernel nhwc_3x3_tf32 --kernel nhwc_3x3_few_channels --kernel cudnn_graph_tf32 $shapes
+      grep -h "^conv2d\|nhwc_3x3\|cudnn_graph_tf32\|WRONG" "$out/w26_kernels.log" | sed "s/^/w26_kernels: /" | \
+        tee -a "$out/summary.log"
+      # old: the same binary with cuDNN's graph API selected for the weight gradient (the previous default)
+      for r in 1 2; do
+        for prec in tf32 bf16; do
+          for side in old new; do
+            sel=(); [ $side = old ] && sel=(MINIDL_KERNELS=conv2d.backward_weight=cudnn_graph_tf32)
+            run "w26_${prec}_${side}_$r" 40 env "${sel[@]}" "$bin/captcha" bench --device cuda --batch 128 \
+              --memory-format nhwc --precision $prec --cuda-graph
+          done
+        done
+      done
+      ab_summary w26
+      profile_nhwc_tf32 w26_profile_new ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"

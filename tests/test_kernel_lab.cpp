@@ -227,6 +227,42 @@ TEST_CASE("minidl bench: every kernel of every key runs on a tiny shape and agre
   std::filesystem::remove(o.json_path);
 }
 
+TEST_CASE("minidl bench: conv2d's nhwc option gives channels-last activations to the kernels declared to take them",
+          "[bench]") {
+  // On the CPU no conv2d kernel is declared channels-last: every one gets NCHW tensors of the same values and
+  // agrees with the reference. On a GPU the declared ones (cuDNN, nhwc_3x3_tf32) are checked on NHWC memory.
+  std::vector<std::string> devices = {"cpu"};
+  if (cuda_unavailable_reason().empty()) devices.push_back("cuda");  // the CPU half runs either way
+  for (const std::string& device : devices) {
+    INFO(device);
+    bench::BenchOptions o = tiny_options();
+    o.device = device;
+    o.ops = {"conv2d"};
+    o.shapes = {"conv2d:2x32x5x9,32x32x3x3,s1p1,nhwc"};
+    o.json_path = temp_path("minidl_test_bench_nhwc.jsonl");
+    int status = -1;
+    const std::string table = printed_by([&](std::FILE* f) { status = bench::run_bench(o, f); });
+    INFO(table);
+    CHECK(status == 0);
+    CHECK(table.find("conv2d.backward_weight 2x32x5x9,32x32x3x3,s1p1,nhwc") != std::string::npos);
+    int ok = 0;
+    for (const std::string& line : lines_of(read_file(o.json_path))) {
+      const nlohmann::json r = nlohmann::json::parse(line);
+      if (r["record"] != "kernel") continue;
+      INFO(line);
+      CHECK(r["wrong"] == false);
+      ok += r["status"] == "ok";
+    }
+    CHECK(ok > 0);
+    std::filesystem::remove(o.json_path);
+  }
+  std::FILE* sink = std::tmpfile();
+  bench::BenchOptions o = tiny_options();
+  o.shapes = {"conv2d:2x32x5x9,32x32x3x3,s1p1,nchw"};
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("nchw"));
+  std::fclose(sink);
+}
+
 TEST_CASE("minidl bench: every registered key has a bench case with its kernels' signature", "[bench]") {
   for (const KernelInfo* k : KernelRegistry::instance().all()) {
     INFO(k->key << " " << device_type_name(k->device) << " " << k->name);
@@ -253,7 +289,7 @@ TEST_CASE("minidl bench: unknown ops, kernels and malformed shapes are errors th
   CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("is not KEY:SPEC"));
   o.shapes = {"conv2d:2x3x7x6,4x5x3x3"};
   o.ops = {};
-  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("NxCxHxW,OxCxKHxKW[,sSpP]"));
+  CHECK_THROWS_WITH(bench::run_bench(o, sink), Catch::Contains("NxCxHxW,OxCxKHxKW[,sSpP][,nhwc]"));
   std::fclose(sink);
 }
 
@@ -264,7 +300,8 @@ TEST_CASE("minidl bench: zero, absurd and malformed --shape fields are refused, 
           "[bench][errors]") {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"conv2d:2x3x7x6,4x3x3x2,s0",
-       "bench --shape conv2d:2x3x7x6,4x3x3x2,s0: stride 's0' must be at least 1 (syntax conv2d:NxCxHxW,OxCxKHxKW[,sSpP])"},
+       "bench --shape conv2d:2x3x7x6,4x3x3x2,s0: stride 's0' must be at least 1 (syntax "
+       "conv2d:NxCxHxW,OxCxKHxKW[,sSpP][,nhwc])"},
       {"conv2d:2x3x7x6,4x3x3x2,s1x0", "stride 's1x0' must be at least 1"},
       {"conv2d:2x3x7x6,4x3x0x2", "bench --shape conv2d:2x3x7x6,4x3x0x2: KH = 0 must be at least 1"},
       {"max_pool2d:2x3x7x6,k0", "bench --shape max_pool2d:2x3x7x6,k0: window 'k0' must be at least 1"},

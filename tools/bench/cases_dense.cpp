@@ -4,9 +4,11 @@
 //   matmul      MxNxK[,ta][,tb][,bB]   out [B, M, N] = op(a) op(b), op(a) [M, K], op(b) [K, N]; ta / tb
 //                                      store a / b transposed (the kernels get the transpose flags);
 //                                      bB makes B products (default 1)
-//   conv2d      NxCxHxW,OxCxKHxKW[,sSpP]   x and w of the forward; every stage of the same layer (backward
-//                                      stages get grad_y of the forward's output shape); s stride, p
-//                                      padding, each N or HxW (s2x1); default s1p0
+//   conv2d      NxCxHxW,OxCxKHxKW[,sSpP][,nhwc]   x and w of the forward; every stage of the same layer
+//                                      (backward stages get grad_y of the forward's output shape); s stride,
+//                                      p padding, each N or HxW (s2x1); default s1p0; nhwc: the
+//                                      kernels declared to take channels-last activations (x, y and
+//                                      their gradients) get them so, the others NCHW copies
 //   max_pool2d, avg_pool2d  NxCxHxW,kK[sS][pP]   window K, stride S (default K), padding P (default 0),
 //                                      each N or HxW (k2x1)
 // FLOP models:
@@ -15,6 +17,9 @@
 //   pooling: one compare (max) or add (avg) per window position: N*C*OH*OW*KH*KW; the backward of
 //   max pooling the same compares to find the winner, of avg pooling one add per position
 // Bytes: operands read once, outputs written once.
+#include <memory>
+
+#include "core/memory_format.h"
 #include "ops/kernel_signatures.h"
 #include "ops/op_checks.h"
 #include "tools/bench/case.h"
@@ -71,22 +76,27 @@ BenchCase matmul_case(const std::string& key, const std::string& spec, Device d)
   return c;
 }
 
-const char* kConvSyntax = "NxCxHxW,OxCxKHxKW[,sSpP]";
+const char* kConvSyntax = "NxCxHxW,OxCxKHxKW[,sSpP][,nhwc]";
 
 struct ConvSpec {
   Shape xs, ws, ys;  // x, w, y
   Conv2dParams p;
-  double bytes = 0;  // x, w, y: each stage holds the three (two inputs and its output)
+  bool nhwc = false;  // activations channels-last
+  double bytes = 0;   // x, w, y: each stage holds the three (two inputs and its output)
 };
 
 ConvSpec read_conv(const std::string& key, const std::string& spec) {
   SpecReader r(key, spec, kConvSyntax);
-  r.expect_parts(2, 3, "x's shape, w's shape, then the options sSpP");
+  r.expect_parts(2, 4, "x's shape, w's shape, then the options sSpP and nhwc");
   ConvSpec c;
   c.xs = r.sizes(0, {"N", "C", "H", "W"});
   c.ws = r.sizes(1, {"O", "C", "KH", "KW"});
-  if (r.parts() == 3)
-    for (const LetterOption& o : r.options(2, "sp", true)) {
+  for (size_t i = 2; i < r.parts(); ++i) {
+    if (r.word(i, "nhwc")) {
+      c.nhwc = true;
+      continue;
+    }
+    for (const LetterOption& o : r.options(i, "sp", true)) {
       if (o.letter == 's') {
         r.at_least(o, "stride", 1);
         c.p.stride_h = static_cast<int>(o.first), c.p.stride_w = static_cast<int>(o.second);
@@ -95,6 +105,7 @@ ConvSpec read_conv(const std::string& key, const std::string& spec) {
         c.p.pad_h = static_cast<int>(o.first), c.p.pad_w = static_cast<int>(o.second);
       }
     }
+  }
   // The op's own rules (the same channels, the kernel within the padded input), in its words.
   try {
     c.ys = conv2d_output_shape(c.xs, c.ws, c.p);
@@ -105,10 +116,17 @@ ConvSpec read_conv(const std::string& key, const std::string& spec) {
   return c;
 }
 
+// With nhwc, the kernels declared to take channels-last activations get channels-last copies; every other
+// kernel (the CPU reference among them) gets the NCHW tensors of the same values, as the op front ends would
+// hand it copies. A case holds both, and `outputs` returns the one the last call wrote.
 BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
   const ConvSpec spec_read = read_conv(key, spec);
   const Shape &xs = spec_read.xs, &ws = spec_read.ws, &ys = spec_read.ys;
   const Conv2dParams p = spec_read.p;
+  const bool nhwc = spec_read.nhwc;
+  auto channels_last = [&](const Tensor& t) { return nhwc ? copy_in_format(t, MemoryFormat::channels_last) : t; };
+  auto last_call_nhwc = std::make_shared<bool>(false);
+  auto use_nhwc = [nhwc, last_call_nhwc](const KernelInfo& k) { return *last_call_nhwc = nhwc && serves_channels_last(k.key, k.device, k.name); };
   const int64_t oh = ys[2], ow = ys[3];
   const double x_bytes = shape_numel(xs) * kFloatBytes, w_bytes = shape_numel(ws) * kFloatBytes,
                y_bytes = shape_numel(ys) * kFloatBytes;
@@ -117,15 +135,26 @@ BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
   c.bytes = x_bytes + w_bytes + y_bytes;  // each stage reads two of the three and writes the third
   if (key == "conv2d") {
     Tensor x = uniform_input(xs, -1, 1, d), w = uniform_input(ws, -1, 1, d), y = output(ys, d);
-    c.run = [=](const KernelInfo& k) mutable { return call_as<Conv2dKernel>(k, x, w, y, p); };
-    c.outputs = [=] { return std::vector<Tensor>{y}; };
+    Tensor x_cl = channels_last(x), y_cl = channels_last(y);
+    c.run = [=](const KernelInfo& k) mutable {
+      return use_nhwc(k) ? call_as<Conv2dKernel>(k, x_cl, w, y_cl, p) : call_as<Conv2dKernel>(k, x, w, y, p);
+    };
+    c.outputs = [=] { return std::vector<Tensor>{*last_call_nhwc ? y_cl : y}; };
   } else if (key == "conv2d.backward_input") {
     Tensor gy = uniform_input(ys, -1, 1, d), w = uniform_input(ws, -1, 1, d), gx = output(xs, d);
-    c.run = [=](const KernelInfo& k) mutable { return call_as<Conv2dBackwardInputKernel>(k, gy, w, gx, p); };
-    c.outputs = [=] { return std::vector<Tensor>{gx}; };
+    Tensor gy_cl = channels_last(gy), gx_cl = channels_last(gx);
+    c.run = [=](const KernelInfo& k) mutable {
+      return use_nhwc(k) ? call_as<Conv2dBackwardInputKernel>(k, gy_cl, w, gx_cl, p)
+                         : call_as<Conv2dBackwardInputKernel>(k, gy, w, gx, p);
+    };
+    c.outputs = [=] { return std::vector<Tensor>{*last_call_nhwc ? gx_cl : gx}; };
   } else {
     Tensor x = uniform_input(xs, -1, 1, d), gy = uniform_input(ys, -1, 1, d), gw = output(ws, d);
-    c.run = [=](const KernelInfo& k) mutable { return call_as<Conv2dBackwardWeightKernel>(k, x, gy, gw, p); };
+    Tensor x_cl = channels_last(x), gy_cl = channels_last(gy);
+    c.run = [=](const KernelInfo& k) mutable {
+      return use_nhwc(k) ? call_as<Conv2dBackwardWeightKernel>(k, x_cl, gy_cl, gw, p)
+                         : call_as<Conv2dBackwardWeightKernel>(k, x, gy, gw, p);
+    };
     c.outputs = [=] { return std::vector<Tensor>{gw}; };
   }
   return c;

@@ -99,8 +99,8 @@ std::vector<std::vector<double>> snapshot(const BenchCase& c) {
 
 // The relative error above which kernel `name` on d is WRONG (tools/bench/bench.h).
 double wrong_threshold(const std::string& name, Device d) {
-  if (name.rfind("tf32", 0) == 0) return kTf32RelativeError;
-  if (name.rfind("bf16", 0) == 0) return kBf16RelativeError;  // bf16_wgmma: operands rounded to bfloat16
+  if (name.find("tf32") != std::string::npos) return kTf32RelativeError;  // tf32_mma, nhwc_3x3_tf32, ...
+  if (name.find("bf16") != std::string::npos) return kBf16RelativeError;  // bf16_wgmma: operands rounded to bfloat16
   if (!d.is_cpu() && is_vendor_kernel(name)) {
     switch (float32_precision()) {  // --precision, or MINIDL_TF32=1
       case Precision::tf32: return kTf32RelativeError;
