@@ -304,25 +304,31 @@ __global__ void __launch_bounds__(32 * kSumLanes)
     wgrad_nhwc_3x3_sum(const float* __restrict__ partial, int G, int K, int C, float* __restrict__ grad_w) {
   __shared__ double sums[kSumLanes][32];
   const int64_t per_g = static_cast<int64_t>(K) * kTaps * C;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * 32 + threadIdx.x;
-  double sum = 0;
-  if (i < per_g) {
-    int g = static_cast<int>(threadIdx.y);
-    for (; g + (kSumInFlight - 1) * kSumLanes < G; g += kSumInFlight * kSumLanes) {
-      float v[kSumInFlight];
+  // Blocks of 32 outputs, grid-stride (the grid is capped: cuda::grid_for); the bound is the block's, so
+  // every thread reaches the barriers.
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * 32; first < per_g; first += static_cast<int64_t>(gridDim.x) * 32) {
+    const int64_t i = first + threadIdx.x;
+    double sum = 0;
+    if (i < per_g) {
+      int g = static_cast<int>(threadIdx.y);
+      for (; g + (kSumInFlight - 1) * kSumLanes < G; g += kSumInFlight * kSumLanes) {
+        float v[kSumInFlight];
 #pragma unroll
-      for (int u = 0; u < kSumInFlight; ++u) v[u] = partial[(g + u * kSumLanes) * per_g + i];
+        for (int u = 0; u < kSumInFlight; ++u) v[u] = partial[(g + u * kSumLanes) * per_g + i];
 #pragma unroll
-      for (int u = 0; u < kSumInFlight; ++u) sum += v[u];
+        for (int u = 0; u < kSumInFlight; ++u) sum += v[u];
+      }
+      for (; g < G; g += kSumLanes) sum += partial[g * per_g + i];
     }
-    for (; g < G; g += kSumLanes) sum += partial[g * per_g + i];
+    sums[threadIdx.y][threadIdx.x] = sum;
+    __syncthreads();
+    if (threadIdx.y == 0 && i < per_g) {
+      for (int y = 1; y < kSumLanes; ++y) sum += sums[y][threadIdx.x];
+      const int64_t c = i % C, tap = (i / C) % kTaps, k = i / (static_cast<int64_t>(C) * kTaps);
+      grad_w[(k * C + c) * kTaps + tap] = static_cast<float>(sum);
+    }
+    __syncthreads();  // before the next round overwrites sums
   }
-  sums[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y != 0 || i >= per_g) return;
-  for (int y = 1; y < kSumLanes; ++y) sum += sums[y][threadIdx.x];
-  const int64_t c = i % C, tap = (i / C) % kTaps, k = i / (static_cast<int64_t>(C) * kTaps);
-  grad_w[(k * C + c) * kTaps + tap] = static_cast<float>(sum);
 }
 
 // ---------------------------------------------------------------- host side
