@@ -59,7 +59,8 @@ int run_bench(const BenchOptions& options, std::FILE* out);
 // max |got - ref| / max |ref| above which a kernel is reported WRONG; kTf32RelativeError for kernels that
 // multiply on TF32 tensor cores by design (10-bit mantissas: names containing "tf32", and cuBLAS / cuDNN
 // under --precision tf32 or MINIDL_TF32=1), kBf16RelativeError for BF16 kernels (names containing "bf16")
-// and cuBLAS / cuDNN under --precision bf16 (8-bit mantissas: each operand's rounding error is up to 2^-9, four times TF32's).
+// and cuBLAS / cuDNN under --precision bf16 (8-bit mantissas: each operand's rounding error is up to 2^-9,
+// four times TF32's).
 constexpr double kWrongRelativeError = 1e-3;
 constexpr double kTf32RelativeError = 1e-2;
 constexpr double kBf16RelativeError = 4e-2;

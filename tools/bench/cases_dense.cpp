@@ -82,7 +82,7 @@ struct ConvSpec {
   Shape xs, ws, ys;  // x, w, y
   Conv2dParams p;
   bool nhwc = false;  // activations channels-last
-  double bytes = 0;   // x, w, y: each stage holds the three (two inputs and its output)
+  double bytes = 0;   // x, w, y: each stage holds the three (two inputs and its output); with nhwc x and y twice
 };
 
 ConvSpec read_conv(const std::string& key, const std::string& spec) {
@@ -113,6 +113,7 @@ ConvSpec read_conv(const std::string& key, const std::string& spec) {
     r.fail(e.what());
   }
   c.bytes = float_bytes(r.numel(c.xs, "x")) + float_bytes(r.numel(c.ws, "w")) + float_bytes(r.numel(c.ys, "y"));
+  if (c.nhwc) c.bytes += float_bytes(r.numel(c.xs, "x")) + float_bytes(r.numel(c.ys, "y"));  // the NHWC copies
   return c;
 }
 
@@ -126,7 +127,9 @@ BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
   const bool nhwc = spec_read.nhwc;
   auto channels_last = [&](const Tensor& t) { return nhwc ? copy_in_format(t, MemoryFormat::channels_last) : t; };
   auto last_call_nhwc = std::make_shared<bool>(false);
-  auto use_nhwc = [nhwc, last_call_nhwc](const KernelInfo& k) { return *last_call_nhwc = nhwc && serves_channels_last(k.key, k.device, k.name); };
+  auto use_nhwc = [nhwc, last_call_nhwc](const KernelInfo& k) {
+    return *last_call_nhwc = nhwc && serves_channels_last(k.key, k.device, k.name);
+  };
   const int64_t oh = ys[2], ow = ys[3];
   const double x_bytes = shape_numel(xs) * kFloatBytes, w_bytes = shape_numel(ws) * kFloatBytes,
                y_bytes = shape_numel(ys) * kFloatBytes;
