@@ -24,15 +24,16 @@
 //
 //     acc_tap(r,s)[k][c] += sum over j < 32 of gy_row[j][k] * x_row(h + r - 1)[j + s][c]
 //
-// as 4 steps of 8 pixels x (2 x 4) mma tiles of 16 x 8 per warp. The next step's rows are loaded into
-// registers while this step multiplies. Pixels past the image's edge (the halo, a strip's last columns
+// as 4 steps of 8 pixels x (2 x 4) mma tiles of 16 x 8 per warp. The rows of the next kAhead = 2 steps
+// are loaded into registers while this step multiplies (one step ahead left the loads' latency exposed:
+// docs/conv-ladder.md). Pixels past the image's edge (the halo, a strip's last columns
 // when 32 does not divide W) are stored as zeros. Shared rows are 40 floats: a fragment load of lanes
 // (g, t) reads row t (+ 4), column g (+ 8 i), at bank (8 t + g) mod 32, all different (as in
 // cuda/conv_implicit_gemm_tf32.cu). Blocks: a [G, K / 32, C / 32] grid; block g takes strips g, g + G,
 // g + 2G, ..., G chosen so that the blocks fill the GPU once and the partials stay small.
 //
 // nhwc_3x3_few_channels is for an image's first convolution (C = 3 in the captcha model: 32 x 27 weights,
-// 0.9 GFLOP over 1.5 million pixels, all memory traffic). Lane k of a warp owns output channel k of a
+// 2.7 GFLOP over 1.5 million pixels, mostly memory traffic). Lane k of a warp owns output channel k of a
 // 32-wide tile and accumulates its 9 C weights in registers; a warp walks one image row at a time, reading
 // grad_y[p][k] (the warp reads one 128-byte row) and x's three rows around p (the same address on every
 // lane: one broadcast load), four pixels' loads before their FMAs. The block's warps then add their sums.
@@ -76,9 +77,10 @@ constexpr int kQuads = kTile / 4;        // float4s in a row of 32 channels
 constexpr int kXQuads = kHalo * kQuads;  // float4s of one x row (272)
 constexpr int kStepQuads = kXQuads + kStrip * kQuads;                 // + grad_y's row (256) = 528
 constexpr int kQuadsPerThread = (kStepQuads + kThreads - 1) / kThreads;  // 2
+constexpr int kAhead = 2;  // steps whose rows are in flight (in registers) while one step multiplies
 constexpr int64_t kMaxPartialFloats = int64_t{8} << 20;                 // 32 MiB of partial sums at most
-// C x K above which nhwc_3x3_tf32 declines unless selected by name: cuDNN's engines are faster there
-// (64 x 64 about even on an H100; docs/conv-ladder.md).
+// C x K above which nhwc_3x3_tf32 declines unless selected by name: cuDNN's engines are faster there, or
+// even (64 x 64), on an H100 (docs/conv-ladder.md).
 constexpr int64_t kTf32MaxCK = 32 * 64;
 
 struct Shape4 {
@@ -147,7 +149,7 @@ __global__ void __launch_bounds__(kThreads, 2)
   for (int strip = g_block; strip < s.strips; strip += G) {
     const int n = strip / s.strips_per_row, w0 = (strip % s.strips_per_row) * kStrip;
     // Prologue: x rows -1 and 0 straight into their slots (the previous strip's last step ended with a
-    // barrier), then step 0's loads (x row 1, grad_y row 0) into registers.
+    // barrier), then the loads of steps 0 .. kAhead - 1 (step m: x row m + 1, grad_y row m) into registers.
 #pragma unroll
     for (int u = 0; u < kQuadsPerThread; ++u) {
       const int index = tid + u * kThreads;
@@ -156,43 +158,52 @@ __global__ void __launch_bounds__(kThreads, 2)
         store_step_quad(xs[ring_slot(0)], gs, index, load_step_quad(x, gy, s, n, w0, 0, 0, k0, c0, index));
       }
     }
-    float4 next[kQuadsPerThread];
+    float4 ahead[kAhead][kQuadsPerThread];
 #pragma unroll
-    for (int u = 0; u < kQuadsPerThread; ++u) next[u] = load_step_quad(x, gy, s, n, w0, 1, 0, k0, c0, tid + u * kThreads);
+    for (int l = 0; l < kAhead; ++l)
+#pragma unroll
+      for (int u = 0; u < kQuadsPerThread; ++u)
+        ahead[l][u] = load_step_quad(x, gy, s, n, w0, l + 1, l, k0, c0, tid + u * kThreads);
 
-    for (int h = 0; h < s.H; ++h) {
-      // Step h: x row h + 1 and grad_y row h into shared memory; row h + 1's slot held row h - 2.
+    for (int h0 = 0; h0 < s.H; h0 += kAhead) {
 #pragma unroll
-      for (int u = 0; u < kQuadsPerThread; ++u) store_step_quad(xs[ring_slot(h + 1)], gs, tid + u * kThreads, next[u]);
-      __syncthreads();
-      if (h + 1 < s.H) {  // step h + 1's rows in flight while step h multiplies
+      for (int l = 0; l < kAhead; ++l) {  // unrolled, so that ahead[l] stays in registers
+        const int h = h0 + l;
+        if (h >= s.H) break;
+        // Step h: x row h + 1 and grad_y row h into shared memory; row h + 1's slot held row h - 2.
 #pragma unroll
         for (int u = 0; u < kQuadsPerThread; ++u)
-          next[u] = load_step_quad(x, gy, s, n, w0, h + 2, h + 1, k0, c0, tid + u * kThreads);
-      }
-      const float(*x_row)[kLd] = xs[ring_slot(h + r - 1)];
+          store_step_quad(xs[ring_slot(h + 1)], gs, tid + u * kThreads, ahead[l][u]);
+        __syncthreads();
+        if (h + kAhead < s.H) {  // step h + kAhead's rows in flight while steps h .. multiply
 #pragma unroll
-      for (int j0 = 0; j0 < kStrip; j0 += 8) {
-        // A = grad_y's rows transposed: A[m = k][kk = pixel]; B = the shifted x row: B[kk = pixel][n = c].
-        uint32_t a[2][4], b[4][2];
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          a[i][0] = __float_as_uint(gs[j0 + t][16 * i + g]);
-          a[i][1] = __float_as_uint(gs[j0 + t][16 * i + g + 8]);
-          a[i][2] = __float_as_uint(gs[j0 + t + 4][16 * i + g]);
-          a[i][3] = __float_as_uint(gs[j0 + t + 4][16 * i + g + 8]);
+          for (int u = 0; u < kQuadsPerThread; ++u)
+            ahead[l][u] = load_step_quad(x, gy, s, n, w0, h + kAhead + 1, h + kAhead, k0, c0, tid + u * kThreads);
         }
+        const float(*x_row)[kLd] = xs[ring_slot(h + r - 1)];
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          b[j][0] = __float_as_uint(x_row[j0 + t + s_tap][8 * j + g]);
-          b[j][1] = __float_as_uint(x_row[j0 + t + 4 + s_tap][8 * j + g]);
+        for (int j0 = 0; j0 < kStrip; j0 += 8) {
+          // A = grad_y's rows transposed: A[m = k][kk = pixel]; B = the shifted x row: B[kk = pixel][n = c].
+          uint32_t a[2][4], b[4][2];
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            a[i][0] = __float_as_uint(gs[j0 + t][16 * i + g]);
+            a[i][1] = __float_as_uint(gs[j0 + t][16 * i + g + 8]);
+            a[i][2] = __float_as_uint(gs[j0 + t + 4][16 * i + g]);
+            a[i][3] = __float_as_uint(gs[j0 + t + 4][16 * i + g + 8]);
+          }
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            b[j][0] = __float_as_uint(x_row[j0 + t + s_tap][8 * j + g]);
+            b[j][1] = __float_as_uint(x_row[j0 + t + 4 + s_tap][8 * j + g]);
+          }
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int j = 0; j < 4; ++j) cuda::mma_tf32_16x8x8(acc[i][j], a[i], b[j]);
         }
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-#pragma unroll
-          for (int j = 0; j < 4; ++j) cuda::mma_tf32_16x8x8(acc[i][j], a[i], b[j]);
+        __syncthreads();  // before the next step overwrites grad_y's row and a ring slot
       }
-      __syncthreads();  // before the next step overwrites grad_y's row and a ring slot
     }
   }
 
