@@ -36,7 +36,8 @@
 // 2.7 GFLOP over 1.5 million pixels, mostly memory traffic). Lane k of a warp owns output channel k of a
 // 32-wide tile and accumulates its 9 C weights in registers; a warp walks one image row at a time, reading
 // grad_y[p][k] (the warp reads one 128-byte row) and x's three rows around p (the same address on every
-// lane: one broadcast load), four pixels' loads before their FMAs. The block's warps then add their sums.
+// lane: one broadcast load, from L1, in a 3 x 3 window that slides by a column per pixel), with sixteen
+// pixels' grad_y loads issued before their FMAs. The block's warps then add their sums in a fixed order.
 //
 // Both kernels write one partial sum per block, partial[g][k][tap][c], and wgrad_nhwc_3x3_sum adds the G
 // partials of each weight in a fixed order, in double: the result is the same on every run (no atomics),
@@ -49,6 +50,8 @@
 // name: TF32 keeps 10 mantissa bits of each operand (tests/test_util.h, tf32_atol).
 // nhwc_3x3_few_channels also: more than 4 input channels.
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "core/dispatch.h"
 #include "core/kernel_contract.h"
