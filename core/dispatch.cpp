@@ -304,6 +304,12 @@ std::string KernelRegistry::selected(const std::string& op, DeviceType device) c
   return s.selection_of(op, device);
 }
 
+bool KernelRegistry::is_selected(const std::string& key, DeviceType device, const std::string& name) const {
+  const std::string by_stage = selected(stage_target_of(key), device);
+  if (!by_stage.empty()) return by_stage == name;
+  return selected(op_of_key(key), device) == name;
+}
+
 std::vector<const KernelInfo*> KernelRegistry::all() const {
   Impl& s = impl();
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -166,6 +166,10 @@ class KernelRegistry {
   void select(const std::string& op, DeviceType device, const std::string& name);
   // The selected name for (op or stage, device), "" if none ("auto" under `auto`, also when it comes from "*").
   std::string selected(const std::string& op, DeviceType device) const;
+  // Whether kernel `name` is the one selected for `key` on `device`: by the key's stage
+  // ("conv2d.backward_weight") or, when the stage has no selection of its own, by its op ("conv2d").
+  // Kernels that decline under strict FP32 or --deterministic unless the user asked for them by name ask this.
+  bool is_selected(const std::string& key, DeviceType device, const std::string& name) const;
 
   // Every registered kernel, sorted by op, key, device, priority.
   std::vector<const KernelInfo*> all() const;

@@ -45,7 +45,6 @@
 #include "core/kernel_contract.h"
 #include "core/memory_format.h"
 #include "core/precision.h"
-#include "core/selection_target.h"
 #include "cuda/cuda_common.h"
 #include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
@@ -285,17 +284,12 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   return best;
 }
 
-bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 constexpr const char* kName = "cudnn_graph_tf32";
 
 // Whether this kernel was selected by name for conv2d or for the stage of `key` (core/selection_target.h):
 // then it runs under strict FP32 and --deterministic too, as asked.
-bool selected_by_name(const char* key) {
-  const KernelRegistry& registry = KernelRegistry::instance();
-  return registry.selected("conv2d", DeviceType::cuda) == kName ||
-         registry.selected(stage_target_of(key), DeviceType::cuda) == kName;
-}
+bool selected_by_name(const char* key) { return KernelRegistry::instance().is_selected(key, DeviceType::cuda, kName); }
 
 // The activations' format: 1 both contiguous (NCHW), 2 both channels-last, 0 neither (declined). A tensor
 // that is both (one channel, or a 1x1 plane) counts as NCHW.
@@ -312,15 +306,14 @@ bool run_stage(Stage stage, const char* key, const Tensor& x, const Tensor& w, c
   const int format = format_of(x, y);
   if (format == 0 || !w.is_contiguous()) return false;
   const bool nhwc = format == 2;
-  for (const Tensor* t : {&x, &w, &y}) {
-    if (t->dtype() != DType::float32 || t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
-    if (!aligned_16(t->raw_data())) return false;
-  }
+  if (cuda::any_not_float32(x, w, y) || cuda::any_unaligned_16(x, w, y)) return false;
+  for (const Tensor* t : {&x, &w, &y})
+    if (t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
   const int device = y.device().index;
   cuda::set_device(device);
   // The filter as the plan reads it: w itself in NCHW; with NHWC activations a copy in [O, KH, KW, C] order.
   const Tensor w_plan = nhwc ? empty_channels_last(w.shape(), w.options()) : w;
-  if (!aligned_16(w_plan.raw_data())) return false;
+  if (!cuda::aligned_16(w_plan.raw_data())) return false;
 
   const Shape &xs = x.shape(), &ws = w.shape(), &ys = y.shape();
   const PlanKey plan_key = {device, static_cast<int64_t>(stage), format, xs[0], xs[1], xs[2], xs[3], ws[0], ws[2],
@@ -350,12 +343,6 @@ bool run_stage(Stage stage, const char* key, const Tensor& x, const Tensor& w, c
 bool strict_unless_selected(const char* key) {
   return (float32_precision() == Precision::fp32 || deterministic_algorithms()) && !selected_by_name(key);
 }
-bool not_float32(const Tensor& a, const Tensor& w, const Tensor& b) {
-  return a.dtype() != DType::float32 || w.dtype() != DType::float32 || b.dtype() != DType::float32;
-}
-bool unaligned(const Tensor& a, const Tensor& w, const Tensor& b) {
-  return !aligned_16(a.raw_data()) || !aligned_16(w.raw_data()) || !aligned_16(b.raw_data());
-}
 template <class Fn>
 KernelContract<Fn> contract(const char* key) {
   // The activations are the first and third arguments in every stage's signature, the weight the second.
@@ -367,9 +354,9 @@ KernelContract<Fn> contract(const char* key) {
            {"activations neither both NCHW nor both channels-last",
             [](const Tensor& a, const Tensor&, const Tensor& b, const Conv2dParams&) { return format_of(a, b) == 0; }},
            {"not float32",
-            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return not_float32(a, w, b); }},
+            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return cuda::any_not_float32(a, w, b); }},
            {"a tensor not 16-byte aligned",
-            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return unaligned(a, w, b); }}}};
+            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return cuda::any_unaligned_16(a, w, b); }}}};
 }
 
 bool conv2d_cudnn_graph(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& p) {

@@ -51,7 +51,6 @@
 #include <cstdint>
 
 #include "core/dispatch.h"
-#include "core/selection_target.h"
 #include "cuda/conv_implicit_gemm.cuh"
 #include "cuda/conv_implicit_gemm_launch.cuh"
 #include "cuda/cuda_common.h"
@@ -188,9 +187,7 @@ struct Kernels {
 // TF32 only when MINIDL_TF32=1 or when this kernel is selected on CUDA by name, for conv2d or for the stage
 // of `key` alone (core/selection_target.h).
 bool tf32_wanted(const char* key) {
-  const KernelRegistry& registry = KernelRegistry::instance();
-  return cuda::tf32_enabled() || registry.selected("conv2d", DeviceType::cuda) == kName ||
-         registry.selected(stage_target_of(key), DeviceType::cuda) == kName;
+  return cuda::tf32_enabled() || KernelRegistry::instance().is_selected(key, DeviceType::cuda, kName);
 }
 
 bool conv2d_implicit_gemm_tf32(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParams& cp) {

@@ -57,7 +57,6 @@
 #include "core/kernel_contract.h"
 #include "core/memory_format.h"
 #include "core/precision.h"
-#include "core/selection_target.h"
 #include "cuda/cuda_common.h"
 #include "cuda/kernel_helpers.h"
 #include "cuda/mma_tf32.cuh"
@@ -347,9 +346,7 @@ __global__ void __launch_bounds__(32 * kSumLanes)
 
 // ---------------------------------------------------------------- host side
 bool selected_by_name(const char* name) {
-  const KernelRegistry& registry = KernelRegistry::instance();
-  return registry.selected("conv2d", DeviceType::cuda) == name ||
-         registry.selected(stage_target_of("conv2d.backward_weight"), DeviceType::cuda) == name;
+  return KernelRegistry::instance().is_selected("conv2d.backward_weight", DeviceType::cuda, name);
 }
 
 // The declines of both kernels (their contracts).
@@ -357,9 +354,6 @@ bool not_3x3_s1_p1(const Tensor& grad_w, const Conv2dParams& p) {
   const Shape& ws = grad_w.shape();
   return ws.size() != 4 || ws[2] != 3 || ws[3] != 3 || p.stride_h != 1 || p.stride_w != 1 || p.pad_h != 1 ||
          p.pad_w != 1;
-}
-bool not_float32(const Tensor& x, const Tensor& gy, const Tensor& gw) {
-  return x.dtype() != DType::float32 || gy.dtype() != DType::float32 || gw.dtype() != DType::float32;
 }
 bool not_channels_last(const Tensor& x, const Tensor& gy) { return !is_channels_last(x) || !is_channels_last(gy); }
 
@@ -371,9 +365,6 @@ bool channels_not_multiple(const Tensor& grad_w) {
 bool tf32_too_many_channels(const Tensor& grad_w) {
   return grad_w.shape().size() == 4 && grad_w.shape()[0] * grad_w.shape()[1] > kTf32MaxCK &&
          !selected_by_name(kTf32Name);
-}
-bool unaligned(const Tensor& x, const Tensor& gy) {  // its loads are float4s
-  return reinterpret_cast<uintptr_t>(x.raw_data()) % 16 != 0 || reinterpret_cast<uintptr_t>(gy.raw_data()) % 16 != 0;
 }
 
 // nhwc_3x3_few_channels's own.
@@ -427,9 +418,9 @@ void sum_partials(const Tensor& partial, int G, const Shape4& s, Tensor& grad_w,
 bool conv2d_backward_weight_nhwc_3x3_tf32(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                           const Conv2dParams& p) {
   Shape4 s;
-  if (tf32_strict_unless_selected() || not_float32(x, grad_y, grad_w) || not_channels_last(x, grad_y) ||
+  if (tf32_strict_unless_selected() || cuda::any_not_float32(x, grad_y, grad_w) || not_channels_last(x, grad_y) ||
       not_3x3_s1_p1(grad_w, p) || channels_not_multiple(grad_w) || tf32_too_many_channels(grad_w) ||
-      unaligned(x, grad_y) || !shape_of(x, grad_y, grad_w, s))
+      cuda::any_unaligned_16(x, grad_y) || !shape_of(x, grad_y, grad_w, s))
     return false;
   const int device = x.device().index;
   cuda::set_device(device);
@@ -466,7 +457,7 @@ void launch_few_channels(const Tensor& x, const Tensor& grad_y, Tensor& grad_w, 
 bool conv2d_backward_weight_nhwc_3x3_few_channels(const Tensor& x, const Tensor& grad_y, Tensor& grad_w,
                                                   const Conv2dParams& p) {
   Shape4 s;
-  if (not_float32(x, grad_y, grad_w) || not_channels_last(x, grad_y) || not_3x3_s1_p1(grad_w, p) ||
+  if (cuda::any_not_float32(x, grad_y, grad_w) || not_channels_last(x, grad_y) || not_3x3_s1_p1(grad_w, p) ||
       too_many_channels(grad_w) || !shape_of(x, grad_y, grad_w, s) || !cuda::fits_int(static_cast<int64_t>(s.N) * s.H * s.W))
     return false;
   const int device = x.device().index;
@@ -489,7 +480,7 @@ using Fn = Conv2dBackwardWeightKernel;
 // The declines both kernels share, first in each contract.
 std::vector<DeclinedShape<Fn>> shared_declines() {
   return {{"not float32",
-           [](const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dParams&) { return not_float32(x, gy, gw); }},
+           [](const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dParams&) { return cuda::any_not_float32(x, gy, gw); }},
           {"activations not both channels-last",
            [](const Tensor& x, const Tensor& gy, Tensor&, const Conv2dParams&) { return not_channels_last(x, gy); }},
           {"not a 3x3 filter with stride 1 and padding 1",
@@ -522,7 +513,7 @@ void register_conv_wgrad_nhwc_3x3_cuda() {
                            }});
   tf32.declines.push_back({"an activation not 16-byte aligned",
                            [](const Tensor& x, const Tensor& gy, Tensor&, const Conv2dParams&) {
-                             return unaligned(x, gy);
+                             return cuda::any_unaligned_16(x, gy);  // its loads are float4s
                            }});
   declare_kernel_contract(keys::conv2d_backward_weight, DeviceType::cuda, kTf32Name, std::move(tf32));
   declare_channels_last_kernel(keys::conv2d_backward_weight, DeviceType::cuda, kTf32Name);

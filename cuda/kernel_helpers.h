@@ -31,6 +31,18 @@ inline bool bf16_enabled() { return float32_precision() == Precision::bf16; }
 // True when v can be passed where an API takes an int (cuBLAS, cuDNN and grid sizes).
 inline bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+// Declines that kernels' contracts share: whether any of the tensors is not float32, and whether any of them
+// starts off a 16-byte boundary (float4 loads, cuDNN's vectorised engines). any_not_float32(x, w, y).
+template <class... Tensors>
+bool any_not_float32(const Tensors&... t) {
+  return ((t.dtype() != DType::float32) || ...);
+}
+inline bool aligned_16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+template <class... Tensors>
+bool any_unaligned_16(const Tensors&... t) {
+  return (!aligned_16(t.raw_data()) || ...);
+}
+
 // A scratch buffer of at least `bytes` bytes on a GPU, served by the caching allocator. It is a tensor:
 // freeing it when it goes out of scope is safe even while kernels that use it are still queued,
 // because every kernel of a device runs on that device's one stream, in order.

@@ -192,7 +192,7 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
 bool run_bf16_wgmma(const GemmBatch& g, int device) {
   const cudaDeviceProp& prop = cuda::properties(device);
   const bool allowed =
-      cuda::bf16_enabled() || KernelRegistry::instance().selected("matmul", DeviceType::cuda) == kName;
+      cuda::bf16_enabled() || KernelRegistry::instance().is_selected("matmul", DeviceType::cuda, kName);
   if (!allowed || prop.major != 9 || prop.minor != 0 || !cuda::ladder_fits(g, kBM) ||
       (g.N + kBN - 1) / kBN > 65535 || kSmemBytes > prop.sharedMemPerBlockOptin)
     return false;

@@ -71,7 +71,7 @@ inline bool ladder_fits(const GemmBatch& g, int bm, int64_t splits = 1) {
 // kernel_helpers.h) or when the user selected that very kernel by name (--kernel matmul=tf32_mma,
 // MINIDL_KERNELS, the test sweeps, `minidl bench`): float32 results must not silently lose precision.
 inline bool tf32_kernel_allowed(const char* name) {
-  return tf32_enabled() || KernelRegistry::instance().selected("matmul", DeviceType::cuda) == name;
+  return tf32_enabled() || KernelRegistry::instance().is_selected("matmul", DeviceType::cuda, name);
 }
 
 // Raises a kernel's dynamic shared-memory limit when it needs more than the default 48 KiB (called

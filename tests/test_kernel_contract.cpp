@@ -171,6 +171,11 @@ TEST_CASE("one stage can be selected alone: conv2d.backward_input=naive", "[cont
     CHECK(last_kernel("conv2d.backward_weight", DeviceType::cpu) == weight_default);
     CHECK(KernelRegistry::instance().selected("conv2d.backward_input", DeviceType::cpu) == "naive");
     CHECK(KernelRegistry::instance().selected("conv2d", DeviceType::cpu) == "");
+    // is_selected: the kernel of the stage's own selection, for that stage's key only.
+    CHECK(KernelRegistry::instance().is_selected("conv2d.backward_input", DeviceType::cpu, "naive"));
+    CHECK_FALSE(KernelRegistry::instance().is_selected("conv2d.backward_weight", DeviceType::cpu, "naive"));
+    CHECK_FALSE(KernelRegistry::instance().is_selected("conv2d", DeviceType::cpu, "naive"));
+    CHECK_FALSE(KernelRegistry::instance().is_selected("conv2d.backward_input", DeviceType::cuda, "naive"));
   }
   SECTION("from the API, and the forward stage by its listed name") {
     select_kernel("conv2d.forward", DeviceType::cpu, "naive");
@@ -183,6 +188,11 @@ TEST_CASE("one stage can be selected alone: conv2d.backward_input=naive", "[cont
     run();
     CHECK(last_kernel("conv2d.backward_weight", DeviceType::cpu) == "naive");
     CHECK(last_kernel("conv2d", DeviceType::cpu) == forward_default);
+    // is_selected answers as the dispatch does: the stage's selection, else its op's.
+    CHECK(KernelRegistry::instance().is_selected("conv2d.backward_weight", DeviceType::cpu, "naive"));
+    CHECK_FALSE(KernelRegistry::instance().is_selected("conv2d.backward_weight", DeviceType::cpu, forward_default));
+    CHECK(KernelRegistry::instance().is_selected("conv2d", DeviceType::cpu, forward_default));
+    CHECK(KernelRegistry::instance().is_selected("conv2d.backward_input", DeviceType::cpu, forward_default));
   }
   SECTION("reset_kernel_selection clears stage selections") {
     select_kernel("conv2d.backward_input", DeviceType::cpu, "naive");
