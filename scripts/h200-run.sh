@@ -47,6 +47,11 @@
 #                    API at the captcha model's shapes (minidl bench, MINIDL_TF32=1), the captcha step (CUDA
 #                    graph, channels-last) under TF32 and BF16 with each as the weight gradient, alternated twice;
 #                    the [conv2d] and [memory_format] tests and memcheck over the new kernel's; the step's profile
+#   quads26          issue 26, round 5: batch norm's float32 rows four channels a load (v2_split's quads) against
+#                    the build in $OLD (default build-old): the [batch_norm] tests and memcheck over them, the
+#                    kernels at the captcha model's rows shapes, the captcha step (CUDA graph, channels-last)
+#                    under TF32 and BF16 alternated twice; then the new step's and an MNIST batch-64 step's
+#                    kernels under Nsight Compute (GPU time and DRAM traffic per kernel, scripts/ncu_by_kernel.py)
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -77,6 +82,20 @@ run() {  # run NAME SECONDS COMMAND...
 ab_summary() {  # ab_summary PREFIX: the mean step time of each PREFIX_*_old_* and PREFIX_*_new_* log
   for f in "$out/$1"_*_old_*.log "$out/$1"_*_new_*.log; do
     echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+  done
+}
+
+ab_captcha_steps() {  # ab_captcha_steps PREFIX OLD_BIN: the captcha step (CUDA graph, channels-last) under TF32 and
+  # BF16, the build in OLD_BIN against this one, alternated twice; logs PREFIX_<precision>_<old|new>_<round>
+  local prefix=$1 old_bin=$2 r prec side b
+  for r in 1 2; do
+    for prec in tf32 bf16; do
+      for side in old new; do
+        b=$bin; [ $side = old ] && b=$old_bin
+        run "${prefix}_${prec}_${side}_$r" 40 "$b/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+          --precision $prec --cuda-graph
+      done
+    done
   done
 }
 
@@ -323,17 +342,45 @@ for s in "${steps[@]}"; do
           --shape batch_norm_relu:128x32x12288 --shape batch_norm_relu.backward:128x32x12288
         grep -h "v2_split" "$out/b26_kernels_$side.log" | sed "s/^/b26_kernels_$side: /" | tee -a "$out/summary.log"
       done
-      for r in 1 2; do
-        for prec in tf32 bf16; do
-          for side in old new; do
-            b=$bin; [ $side = old ] && b=$old
-            run "b26_${prec}_${side}_$r" 40 "$b/captcha" bench --device cuda --batch 128 --memory-format nhwc \
-              --precision $prec --cuda-graph
-          done
-        done
-      done
+      ab_captcha_steps b26 "$old"
       ab_summary b26
       profile_nhwc_tf32 b26_profile_new ;;
+    quads26)  # issue 26, round 5: batch norm's rows four channels a load, against the build in $OLD
+      old=${OLD:-build-old}/bin
+      run q26_tests 200 "$bin/minidl_tests" "[batch_norm],[norm],[memory_format][cuda]"
+      run q26_memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+        "$bin/minidl_tests" "[cuda][batch_norm]"
+      grep -h "test cases\|assertions\|ERROR SUMMARY\|FAILED" "$out"/q26_tests.log "$out"/q26_memcheck.log | \
+        head -20 | tee -a "$out/summary.log"
+      # channels-last rows [N*H*W, C]: blocks 1 (32 channels), 2 (64), 3 (128) and 4 (256) of the captcha model
+      for side in old new; do
+        b=$bin; [ $side = old ] && b=$old
+        run "q26_kernels_$side" 120 "$b/minidl" bench --device cuda --op batch_norm_relu --kernel v2_split \
+          --budget 0.2 --shape batch_norm_relu:1572864x32 --shape batch_norm_relu.backward:1572864x32 \
+          --shape batch_norm_relu:393216x64 --shape batch_norm_relu.backward:393216x64 \
+          --shape batch_norm_relu:98304x128 --shape batch_norm_relu.backward:98304x128 \
+          --shape batch_norm_relu:24576x256 --shape batch_norm_relu.backward:24576x256
+        grep -h "^batch_norm\|v2_split" "$out/q26_kernels_$side.log" | sed "s/^/q26_kernels_$side: /" | \
+          tee -a "$out/summary.log"
+      done
+      ab_captcha_steps q26 "$old"
+      ab_summary q26
+      # the batch-norm kernels of 3 warm-up steps and 1 timed step under Nsight Compute (GPU time and DRAM
+      # bytes, summed by kernel and divided by the 4 steps); QUADS_NCU=all profiles every kernel instead
+      # (cuDNN's first-call searches then land in the warm-up's conv2d figures)
+      ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+      only_bn=(--kernel-name regex:^bn_); [ "${QUADS_NCU:-bn}" = all ] && only_bn=()
+      run q26_ncu_captcha 240 ncu --clock-control none --csv --print-units base --print-kernel-base function \
+        "${only_bn[@]}" --metrics $ncu_metrics "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+        --precision tf32 --warmup 3 --steps 1
+      echo "q26_ncu_captcha (TF32, channels-last, eager; per step over 4 steps):" | tee -a "$out/summary.log"
+      python3 scripts/ncu_by_kernel.py "$out/q26_ncu_captcha.log" --steps 4 --top 30 | tee -a "$out/summary.log"
+      if [ "${QUADS_NCU:-bn}" = all ]; then
+        run q26_ncu_mnist 120 ncu --clock-control none --csv --print-units base --print-kernel-base function \
+          --metrics $ncu_metrics "$bin/mnist" bench --device cuda --batch 64 --warmup 3 --steps 1
+        echo "q26_ncu_mnist (batch 64, FP32, eager; per step over 4 steps):" | tee -a "$out/summary.log"
+        python3 scripts/ncu_by_kernel.py "$out/q26_ncu_mnist.log" --steps 4 --top 30 | tee -a "$out/summary.log"
+      fi ;;
     wgrad26)  # issue 26, round 4: the channels-last 3x3 weight gradient (cuda/conv_wgrad_nhwc_3x3.cu)
       run w26_tests 300 "$bin/minidl_tests" "[conv2d],[memory_format]"
       run w26_memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \

@@ -25,8 +25,12 @@ namespace {
 // rows (a channels-last [N, C, H, W] is seen as [N*H*W, C, 1]) in many chunks and a partial channel tile.
 // The last two are long enough for the split kernels' step 1 to load several values per thread at once
 // and still leave a remainder (cuda/batchnorm_v2_split.cu, kLoadsInFlight): rows and [N, C, S].
-const std::vector<Shape> kBatchNormShapes = {{7, 33, 1},  {3, 2, 1},     {4100, 70, 1},   {4, 3, 35},
-                                             {2, 40, 129}, {8, 64, 1025}, {50001, 33, 1}, {40, 2, 33001}};
+// Float32 rows with C % 4 == 0 go four channels a load (v2_split's quads): {3, 4, 1} one quad, {4100, 72, 1}
+// 18 quads on 14 row lanes (a block's last threads idle), {50001, 32, 1} long with a remainder, {9, 1032, 1}
+// 258 quads, one more than a block's 256 (two tiles on the grid's y axis).
+const std::vector<Shape> kBatchNormShapes = {{7, 33, 1},     {3, 2, 1},       {4100, 70, 1},  {4, 3, 35},
+                                             {2, 40, 129},   {8, 64, 1025},   {50001, 33, 1}, {40, 2, 33001},
+                                             {3, 4, 1},      {4100, 72, 1},   {50001, 32, 1}, {9, 1032, 1}};
 
 }  // namespace
 
@@ -146,21 +150,25 @@ TEST_CASE("cuda batch_norm_relu kernels match the naive CPU kernels (forward and
 TEST_CASE("cuda batch_norm statistics stay accurate when |mean| >> std", "[cuda][batch_norm]") {
   if (!have_gpu()) return;
   manual_seed(7);
-  const Shape s{16, 3, 3000}, cs{3};
-  const Tensor x = random_f32(s, 999, 1001), gamma = random_f32(cs, 0.5, 1.5), beta = random_f32(cs);
-  Tensor y_ref = empty(s), mean_ref = empty(cs), invstd_ref = empty(cs);
-  with_cpu_naive("batch_norm", [&] {
-    dispatch<BatchNormKernel>("batch_norm", Device::cpu(), x, gamma, beta, 1e-5, y_ref, mean_ref, invstd_ref);
-  });
-  for_each_kernel("batch_norm", [&](Device d, const std::string& name) {
-    if (d.is_cpu()) return;
-    Tensor y = empty_on(s, d), mean = empty_on(cs, d), invstd = empty_on(cs, d);
-    dispatch<BatchNormKernel>("batch_norm", d, x.to(d), gamma.to(d), beta.to(d), 1e-5, y, mean, invstd);
-    CHECK(last_kernel("batch_norm", d.type) == name);
-    // x itself is float32 (steps of 6e-5 near 1000) and so is the saved mean: y is good to about 1e-3.
-    CHECK(compare(invstd, invstd_ref, 1e-4, 0) == "");
-    CHECK(compare(y, y_ref, 0, 2e-3) == "");
-  });
+  // [N, C, S] planes, and float32 rows of 8 channels (v2_split's quads).
+  for (const Shape& s : {Shape{16, 3, 3000}, Shape{5000, 8, 1}}) {
+    INFO("x [N, C, S] = " << shape_str(s));
+    const Shape cs{s[1]};
+    const Tensor x = random_f32(s, 999, 1001), gamma = random_f32(cs, 0.5, 1.5), beta = random_f32(cs);
+    Tensor y_ref = empty(s), mean_ref = empty(cs), invstd_ref = empty(cs);
+    with_cpu_naive("batch_norm", [&] {
+      dispatch<BatchNormKernel>("batch_norm", Device::cpu(), x, gamma, beta, 1e-5, y_ref, mean_ref, invstd_ref);
+    });
+    for_each_kernel("batch_norm", [&](Device d, const std::string& name) {
+      if (d.is_cpu()) return;
+      Tensor y = empty_on(s, d), mean = empty_on(cs, d), invstd = empty_on(cs, d);
+      dispatch<BatchNormKernel>("batch_norm", d, x.to(d), gamma.to(d), beta.to(d), 1e-5, y, mean, invstd);
+      CHECK(last_kernel("batch_norm", d.type) == name);
+      // x itself is float32 (steps of 6e-5 near 1000) and so is the saved mean: y is good to about 1e-3.
+      CHECK(compare(invstd, invstd_ref, 1e-4, 0) == "");
+      CHECK(compare(y, y_ref, 0, 2e-3) == "");
+    });
+  }
 }
 
 TEST_CASE("cuda batch_norm in training: outputs, gradients and running statistics match the CPU",
