@@ -284,7 +284,6 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   return best;
 }
 
-
 constexpr const char* kName = "cudnn_graph_tf32";
 
 // Whether this kernel was selected by name for conv2d or for the stage of `key` (core/selection_target.h):
