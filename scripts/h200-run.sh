@@ -50,8 +50,9 @@
 #   quads26          issue 26, round 5: batch norm's float32 rows four channels a load (v2_split's quads) against
 #                    the build in $OLD (default build-old): the [batch_norm] tests and memcheck over them, the
 #                    kernels at the captcha model's rows shapes, the captcha step (CUDA graph, channels-last)
-#                    under TF32 and BF16 alternated twice; then the new step's and an MNIST batch-64 step's
-#                    kernels under Nsight Compute (GPU time and DRAM traffic per kernel, scripts/ncu_by_kernel.py)
+#                    under TF32 and BF16 alternated twice; then the new step's batch-norm kernels under Nsight
+#                    Compute (GPU time and DRAM traffic per kernel, scripts/ncu_by_kernel.py); QUADS_NCU=all
+#                    profiles every kernel of that step and of an MNIST batch-64 step instead
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
