@@ -81,9 +81,9 @@ constexpr int kStepQuads = kXQuads + kStrip * kQuads;                 // + grad_
 constexpr int kQuadsPerThread = (kStepQuads + kThreads - 1) / kThreads;  // 2
 constexpr int kAhead = 2;  // steps whose rows are in flight (in registers) while one step multiplies
 constexpr int64_t kMaxPartialFloats = int64_t{8} << 20;                 // 32 MiB of partial sums at most
-// C x K above which nhwc_3x3_tf32 declines unless selected by name: cuDNN's engines are faster there, or
-// even (64 x 64), on an H100 (docs/conv-ladder.md).
-constexpr int64_t kTf32MaxCK = 32 * 64;
+// C x K above which nhwc_3x3_tf32 declines unless selected by name: cuDNN's engines are faster on the
+// captcha model's 128- and 256-channel layers (docs/conv-ladder.md).
+constexpr int64_t kTf32MaxCK = 64 * 64;
 
 struct Shape4 {
   int N, H, W, C, K;
@@ -495,7 +495,7 @@ void register_conv_wgrad_nhwc_3x3_cuda() {
   // shapes (C <= 4 against C in 32s), so their order does not matter.
   register_kernel(keys::conv2d_backward_weight, DeviceType::cuda, kTf32Name, Priority::tuned + 2,
                   "channels-last 3x3 stride-1 weight gradient on TF32 tensor cores: x rows read once for all 9 "
-                  "taps, fixed-order sum (C, K multiples of 32, C x K <= 2048 unless selected; TF32/BF16 or when "
+                  "taps, fixed-order sum (C, K multiples of 32, C x K <= 4096 unless selected; TF32/BF16 or when "
                   "selected)",
                   conv2d_backward_weight_nhwc_3x3_tf32);
   KernelContract<Fn> tf32{{"backward_weight"}, shared_declines()};
@@ -507,7 +507,7 @@ void register_conv_wgrad_nhwc_3x3_cuda() {
                            [](const Tensor&, const Tensor&, Tensor& gw, const Conv2dParams&) {
                              return channels_not_multiple(gw);
                            }});
-  tf32.declines.push_back({"output x input channels above 2048 (cuDNN is faster), unless selected by name",
+  tf32.declines.push_back({"output x input channels above 4096 (cuDNN is faster), unless selected by name",
                            [](const Tensor&, const Tensor&, Tensor& gw, const Conv2dParams&) {
                              return tf32_too_many_channels(gw);
                            }});

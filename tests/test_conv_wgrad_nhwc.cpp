@@ -74,7 +74,7 @@ TEST_CASE("conv2d nhwc_3x3_tf32: channels-last 3x3 weight gradients within TF32'
     const Tensor x = input(c.x, Device::cpu()), gy = input(ys, Device::cpu());
     const Tensor ref = reference_grad_w(x, gy, c.K);  // (it resets the kernel selection when done)
     SelectionReset reset;
-    if (c.x[1] * c.K > 2048) select_kernel("conv2d.backward_weight", DeviceType::cuda, kKernel);
+    if (c.x[1] * c.K > 4096) select_kernel("conv2d.backward_weight", DeviceType::cuda, kKernel);
     const Tensor gw = gpu_grad_w(x, gy, c.K, dev);
     CHECK(last_kernel(keys::conv2d_backward_weight, DeviceType::cuda) == kKernel);
     // The sum has N * H * W terms per weight, each a product of two TF32-rounded values of |v| <= 1.
@@ -113,12 +113,19 @@ TEST_CASE("conv2d nhwc_3x3_tf32: serves under TF32 and BF16; strict FP32, other 
     CHECK(compare(gw.to(Device::cpu()), reference_grad_w(x16, gy, 32), kTf32Rtol, tf32_atol_bound(2 * 6 * 10)) ==
           "");
   }
-  {  // 64 x 64 channels: above kTf32MaxCK, cuDNN's unless selected
+  {  // 64 x 64 channels: at kTf32MaxCK, still this kernel's
     const Tensor x64 = input({2, 64, 6, 10}, Device::cpu()), gy64 = input({2, 64, 6, 10}, Device::cpu());
     const Tensor gw = gpu_grad_w(x64, gy64, 64, dev);
-    CHECK(last_kernel(keys::conv2d_backward_weight, DeviceType::cuda) != kKernel);
+    CHECK(last_kernel(keys::conv2d_backward_weight, DeviceType::cuda) == kKernel);
     CHECK(compare(gw.to(Device::cpu()), reference_grad_w(x64, gy64, 64), kTf32Rtol, tf32_atol_bound(2 * 6 * 10)) ==
           "");
+  }
+  {  // 64 -> 128 channels: above kTf32MaxCK, cuDNN's unless selected
+    const Tensor x64 = input({2, 64, 6, 10}, Device::cpu()), gy128 = input({2, 128, 6, 10}, Device::cpu());
+    const Tensor gw = gpu_grad_w(x64, gy128, 128, dev);
+    CHECK(last_kernel(keys::conv2d_backward_weight, DeviceType::cuda) != kKernel);
+    CHECK(compare(gw.to(Device::cpu()), reference_grad_w(x64, gy128, 128), kTf32Rtol,
+                  tf32_atol_bound(2 * 6 * 10)) == "");
   }
   {  // stride 2: not this kernel's
     Conv2dParams p = same_3x3();
