@@ -4,11 +4,11 @@
 // front end updates them from save_mean/save_invstd. Accumulation convention: outputs are overwritten (=).
 #include <cmath>
 #include <cstdint>
-#include <initializer_list>
 #include <type_traits>
 
 #include "core/dispatch.h"
 #include "cuda/batchnorm_common.cuh"
+#include "cuda/batchnorm_v2_quads.cuh"
 #include "cuda/cuda_common.h"
 #include "ops/kernel_signatures.h"
 
@@ -37,10 +37,7 @@ namespace {
 // row lanes, each lane striding over the chunk's rows), so every warp load is one 128-byte row segment,
 // and the 8 lanes' sums are added in a fixed order in shared memory. Steps 2 and 3 are the same.
 // Rows of float32 with C a multiple of 4 (the channels-last layers of the captcha model) go four channels a
-// load instead: a thread owns a quad of neighbouring channels (one float4) and a row lane, so a warp's load is
-// 512 contiguous bytes (C = 32: four whole rows), and steps 1 and 3 issue a quarter of the loads, stores and
-// index computations (the apply pass's channel is one modulo per four values). Same sums per channel, added
-// per thread and then over the row lanes in a fixed order: deterministic, though not the scalar rows' bits.
+// load instead: steps 1 and 3 of cuda/batchnorm_v2_quads.cuh, step 2 as always.
 // The variance comes from one pass: var = s2 / M - (s1 / M)^2. Without the shift this is
 // E[x^2] - E[x]^2, which cancels catastrophically when |mean| >> std; around K_c (a value of the
 // channel, so |K_c - mean| is a few std in practice) and in double it is accurate.
@@ -91,29 +88,6 @@ SplitPlan rows_plan_for_tiles(int64_t tiles, int64_t M, int device, int64_t min_
 }
 SplitPlan rows_plan(int64_t C, int64_t M, int device) {
   return rows_plan_for_tiles((C + kRowsTile - 1) / kRowsTile, M, device);
-}
-
-// Rows four channels a load: Q = C / 4 quads; a block of kSplitBlock threads covers `tile` quads (all of them
-// up to kSplitBlock) times `lanes` = kSplitBlock / tile row lanes; the grid's y axis walks the quad tiles.
-struct QuadLayout {
-  int Q, tile, lanes;
-};
-QuadLayout quad_layout(int64_t C) {
-  const int Q = static_cast<int>(C / 4);
-  const int tile = Q < kSplitBlock ? Q : kSplitBlock;
-  return {Q, tile, kSplitBlock / tile};
-}
-constexpr int kQuadLoadsInFlight = 4, kQuadBackwardLoadsInFlight = 2;  // float4s of each tensor
-// Rows per chunk at least: 16 per row lane, so a thread loads 16 float4s or more before its block adds up.
-int64_t quad_min_chunk(const QuadLayout& L) { return 16 * static_cast<int64_t>(L.lanes); }
-
-// Whether a call takes the four-channel rows path: float32 rows (S = 1), C % 4 == 0, every tensor the
-// kernels read as float4 on a 16-byte boundary (the per-channel vectors too), C within the grid's y range.
-bool takes_quads(const BnDims& d, std::initializer_list<const void*> pointers) {
-  if (d.S != 1 || d.C % 4 != 0 || d.C / 4 > 65535LL * kSplitBlock) return false;
-  for (const void* p : pointers)
-    if (p != nullptr && !cuda::aligned_16(p)) return false;
-  return true;
 }
 
 // Element i of channel c as in channel_offset, with 32-bit index arithmetic (the launcher checks that
@@ -199,86 +173,6 @@ __global__ void __launch_bounds__(kRowsTile* kRowsLanes)
   partial[(2 * c + 1) * G + g] = s2;
 }
 
-// Where a thread of a quad kernel's block works: quad q (of tile blockIdx.y) on row lane `lane`, over the
-// rows [begin, end) of chunk g = blockIdx.x; inactive threads (past the last quad or row lane) only wait.
-struct QuadThread {
-  int qi, lane;
-  int64_t q;
-  uint32_t begin, end;
-  bool active;
-};
-__device__ __forceinline__ QuadThread quad_thread(const QuadLayout& L, uint32_t M, uint32_t chunk) {
-  QuadThread t;
-  t.qi = threadIdx.x % L.tile;
-  t.lane = threadIdx.x / L.tile;
-  t.q = static_cast<int64_t>(blockIdx.y) * L.tile + t.qi;
-  t.begin = blockIdx.x * chunk;
-  t.end = M - t.begin < chunk ? M : t.begin + chunk;  // begin < M (rows_plan_for_tiles)
-  t.active = t.q < L.Q && t.lane < L.lanes;
-  return t;
-}
-
-// The quad kernels' last part: each thread's two sums (a, b) for the four channels of its quad, added over
-// the block's row lanes in order (lane 0's, then lane 1's, ...) and written as chunk blockIdx.x's partials
-// of those channels (partial[2c][g] = a, partial[2c + 1][g] = b). Every thread of the block calls it.
-__device__ void write_quad_partials(const QuadThread& t, const QuadLayout& L, double (&a)[4], double (&b)[4],
-                                    double* __restrict__ partial) {
-  __shared__ double lane_sums[2][4][kSplitBlock];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    lane_sums[0][j][threadIdx.x] = a[j];
-    lane_sums[1][j][threadIdx.x] = b[j];
-  }
-  __syncthreads();
-  if (t.lane != 0 || !t.active) return;
-  for (int l = 1; l < L.lanes; ++l)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      a[j] += lane_sums[0][j][l * L.tile + t.qi];
-      b[j] += lane_sums[1][j][l * L.tile + t.qi];
-    }
-  const int64_t G = gridDim.x, g = blockIdx.x;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int64_t c = 4 * t.q + j;
-    partial[(2 * c) * G + g] = a[j];
-    partial[(2 * c + 1) * G + g] = b[j];
-  }
-}
-
-// Step 1 for rows, four channels a load (float32): x is [M, Q] float4s; block (g, tile) sums rows
-// [g * chunk, ...) of its quads, each thread its quad over every lanes-th row, then the lanes in order.
-__global__ void __launch_bounds__(kSplitBlock)
-    bn_forward_partials_quads(const float4* __restrict__ x, QuadLayout L, uint32_t M, uint32_t chunk,
-                              double* __restrict__ partial) {
-  const QuadThread t = quad_thread(L, M, chunk);
-  double s1[4] = {0, 0, 0, 0}, s2[4] = {0, 0, 0, 0};
-  const int64_t q = t.q;
-  if (t.active) {
-    const float4 k4 = x[q];  // the shifts K_c = x[0, c] of the quad's channels
-    const double K[4] = {k4.x, k4.y, k4.z, k4.w};
-    auto add = [&](const float4 v) {
-      const float vals[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const double d = static_cast<double>(vals[j]) - K[j];
-        s1[j] += d;
-        s2[j] += d * d;
-      }
-    };
-    uint32_t r = t.begin + t.lane;
-    for (; uint64_t{r} + uint64_t{kQuadLoadsInFlight - 1} * L.lanes < t.end; r += kQuadLoadsInFlight * L.lanes) {
-      float4 v[kQuadLoadsInFlight];
-#pragma unroll
-      for (int u = 0; u < kQuadLoadsInFlight; ++u) v[u] = x[static_cast<int64_t>(r + u * L.lanes) * L.Q + q];
-#pragma unroll
-      for (int u = 0; u < kQuadLoadsInFlight; ++u) add(v[u]);
-    }
-    for (; r < t.end; r += L.lanes) add(x[static_cast<int64_t>(r) * L.Q + q]);
-  }
-  write_quad_partials(t, L, s1, s2, partial);
-}
-
 // Step 2 runs one warp per channel: lane l adds partials l, l + 32, l + 64, ... in order, then warp_sum adds
 // the 32 lane sums in a fixed tree, so the result is the same on every run. (One thread per channel adding
 // its G partials one after another waits a memory latency per partial: at G in the hundreds, step 2 took
@@ -327,20 +221,6 @@ __global__ void bn_forward_apply(const T* __restrict__ x, const T* __restrict__ 
        i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const Index c = (i / S) % C;
     y[i] = relu_if<Relu>((x[i] - mean[c]) * scale[c] + beta[c]);
-  }
-}
-
-// Step 3 for rows, four channels a load (float32): y = (x - mean_c) * scale_c + beta_c (then relu(y) when
-// Relu), one float4 of x (quad i % Q of its row) per thread and step.
-template <bool Relu>
-__global__ void bn_forward_apply_quads(const float4* __restrict__ x, const float4* __restrict__ mean,
-                                       const float4* __restrict__ scale, const float4* __restrict__ beta,
-                                       float4* __restrict__ y, uint32_t total4, uint32_t Q) {
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total4; i += gridDim.x * blockDim.x) {
-    const uint32_t q = i % Q;
-    const float4 v = x[i], m = mean[q], k = scale[q], b = beta[q];
-    y[i] = make_float4(relu_if<Relu>((v.x - m.x) * k.x + b.x), relu_if<Relu>((v.y - m.y) * k.y + b.y),
-                       relu_if<Relu>((v.z - m.z) * k.z + b.z), relu_if<Relu>((v.w - m.w) * k.w + b.w));
   }
 }
 
@@ -435,60 +315,6 @@ __global__ void __launch_bounds__(kRowsTile* kRowsLanes)
   partial[(2 * c + 1) * G + g] = sum_gy_xc;
 }
 
-// grad_y * [y > 0] of four values when Relu (y may be null otherwise), as masked_grad.
-template <bool Relu>
-__device__ __forceinline__ float4 masked_grad4(const float4* __restrict__ gy, const float4* __restrict__ y,
-                                               int64_t off) {
-  float4 g = gy[off];
-  if constexpr (Relu) {
-    const float4 out = y[off];
-    g = make_float4(out.x > 0.f ? g.x : 0.f, out.y > 0.f ? g.y : 0.f, out.z > 0.f ? g.z : 0.f,
-                    out.w > 0.f ? g.w : 0.f);
-  }
-  return g;
-}
-
-// Step 1 of the backward for rows, four channels a load (float32), laid out as bn_forward_partials_quads.
-template <bool Relu>
-__global__ void __launch_bounds__(kSplitBlock)
-    bn_backward_partials_quads(const float4* __restrict__ x, const float4* __restrict__ y,
-                               const float4* __restrict__ gy, const float* __restrict__ save_mean, QuadLayout L,
-                               uint32_t M, uint32_t chunk, double* __restrict__ partial) {
-  const QuadThread t = quad_thread(L, M, chunk);
-  double sum_gy[4] = {0, 0, 0, 0}, sum_gy_xc[4] = {0, 0, 0, 0};
-  const int64_t q = t.q;
-  if (t.active) {
-    const double mean[4] = {save_mean[4 * q], save_mean[4 * q + 1], save_mean[4 * q + 2], save_mean[4 * q + 3]};
-    auto add = [&](const float4 gv, const float4 xv) {
-      const float gs[4] = {gv.x, gv.y, gv.z, gv.w}, xs[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const double g_val = gs[j];
-        sum_gy[j] += g_val;
-        sum_gy_xc[j] += g_val * (static_cast<double>(xs[j]) - mean[j]);
-      }
-    };
-    uint32_t r = t.begin + t.lane;
-    for (; uint64_t{r} + uint64_t{kQuadBackwardLoadsInFlight - 1} * L.lanes < t.end;
-         r += kQuadBackwardLoadsInFlight * L.lanes) {
-      float4 g_vals[kQuadBackwardLoadsInFlight], x_vals[kQuadBackwardLoadsInFlight];
-#pragma unroll
-      for (int u = 0; u < kQuadBackwardLoadsInFlight; ++u) {
-        const int64_t off = static_cast<int64_t>(r + u * L.lanes) * L.Q + q;
-        g_vals[u] = masked_grad4<Relu>(gy, y, off);
-        x_vals[u] = x[off];
-      }
-#pragma unroll
-      for (int u = 0; u < kQuadBackwardLoadsInFlight; ++u) add(g_vals[u], x_vals[u]);
-    }
-    for (; r < t.end; r += L.lanes) {
-      const int64_t off = static_cast<int64_t>(r) * L.Q + q;
-      add(masked_grad4<Relu>(gy, y, off), x[off]);
-    }
-  }
-  write_quad_partials(t, L, sum_gy, sum_gy_xc, partial);
-}
-
 // With gb = sum gy, gg = sum gy * xhat = invstd * sum gy (x - mean) and k = gamma * invstd / M, v1's
 //   grad_x = k * (M * gy - gb - xhat * gg)
 // regroups to grad_x = A * gy + B * (x - mean) + D with A = gamma * invstd, B = -k * gg * invstd, D = -k * gb.
@@ -522,25 +348,27 @@ __global__ void bn_backward_apply(const T* __restrict__ x, const T* __restrict__
   }
 }
 
-// Step 3 of the backward for rows, four channels a load (float32): coef holds A, B and D per channel
-// (bn_backward_finalize), read as float4s at A + q, B + q and D + q.
-template <bool Relu>
-__global__ void bn_backward_apply_quads(const float4* __restrict__ x, const float4* __restrict__ y,
-                                        const float4* __restrict__ gy, const float4* __restrict__ mean,
-                                        const float4* __restrict__ A, const float4* __restrict__ B,
-                                        const float4* __restrict__ D, float4* __restrict__ gx, uint32_t total4,
-                                        uint32_t Q) {
-  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total4; i += gridDim.x * blockDim.x) {
-    const uint32_t q = i % Q;
-    const float4 g = masked_grad4<Relu>(gy, y, i), v = x[i], m = mean[q], a = A[q], b = B[q], d = D[q];
-    gx[i] = make_float4(a.x * g.x + b.x * (v.x - m.x) + d.x, a.y * g.y + b.y * (v.y - m.y) + d.y,
-                        a.z * g.z + b.z * (v.z - m.z) + d.z, a.w * g.w + b.w * (v.w - m.w) + d.w);
-  }
-}
-
 // The split kernels index a channel's values with 32 bits and put channels on the grid's y axis.
 bool split_accepts(const Tensor& x, const BnDims& d) {
   return is_f32_or_f64(x) && d.C <= 65535 && d.N * d.S > 0 && d.N * d.S <= UINT32_MAX && d.S <= UINT32_MAX;
+}
+
+// What both quad launchers set up first: the layout, the chunks (G of them), step 1's grid and the buffer
+// of its partial sums (two per channel and chunk).
+struct QuadLaunch {
+  QuadLayout L;
+  SplitPlan plan;
+  dim3 grid;
+  Tensor partial;
+};
+QuadLaunch quad_launch(const BnDims& d, const Device& dev) {
+  QuadLaunch q;
+  q.L = quad_layout(d.C);
+  const int64_t tiles = (q.L.Q + q.L.tile - 1) / q.L.tile;
+  q.plan = rows_plan_for_tiles(tiles, d.N, dev.index, quad_min_chunk(q.L));
+  q.grid = dim3(static_cast<unsigned>(q.plan.G), static_cast<unsigned>(tiles));
+  q.partial = empty({2 * d.C * q.plan.G}, TensorOptions(DType::float64, dev));
+  return q;
 }
 
 // The forward for float32 rows four channels a load (takes_quads): steps 1 and 3 as quads, step 2 as always.
@@ -549,31 +377,29 @@ void launch_forward_quads(const Tensor& x, const Tensor& gamma, const Tensor& be
                           Tensor& save_mean, Tensor& save_invstd, Tensor& scale, const BnDims& d, int device) {
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N;
-  const QuadLayout L = quad_layout(d.C);
-  const SplitPlan plan = rows_plan_for_tiles((L.Q + L.tile - 1) / L.tile, M, device, quad_min_chunk(L));
-  Tensor partial = empty({2 * d.C * plan.G}, TensorOptions(DType::float64, x.device()));
+  QuadLaunch q = quad_launch(d, x.device());
   const auto* x4 = reinterpret_cast<const float4*>(x.data<float>());
-  const dim3 grid(static_cast<unsigned>(plan.G), static_cast<unsigned>((L.Q + L.tile - 1) / L.tile));
-  bn_forward_partials_quads<<<grid, kSplitBlock, 0, s>>>(x4, L, static_cast<uint32_t>(M),
-                                                         static_cast<uint32_t>(plan.chunk), partial.data<double>());
+  bn_forward_partials_quads<<<q.grid, kQuadBlock, 0, s>>>(x4, q.L, static_cast<uint32_t>(M),
+                                                          static_cast<uint32_t>(q.plan.chunk),
+                                                          q.partial.data<double>());
   MINIDL_LAUNCH_CHECK();
   bn_forward_finalize<float><<<finalize_grid(d.C), kElementwiseBlock, 0, s>>>(
-      x.data<float>(), gamma.data<float>(), partial.data<double>(), d.C, 1, M, plan.G, eps, save_mean.data<float>(),
-      save_invstd.data<float>(), scale.data<float>());
+      x.data<float>(), gamma.data<float>(), q.partial.data<double>(), d.C, 1, M, q.plan.G, eps,
+      save_mean.data<float>(), save_invstd.data<float>(), scale.data<float>());
   MINIDL_LAUNCH_CHECK();
   const int64_t total4 = x.numel() / 4;
   bn_forward_apply_quads<Relu><<<cuda::grid_for(total4, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
       x4, reinterpret_cast<const float4*>(save_mean.data<float>()), reinterpret_cast<const float4*>(scale.data<float>()),
       reinterpret_cast<const float4*>(beta.data<float>()), reinterpret_cast<float4*>(y.data<float>()),
-      static_cast<uint32_t>(total4), static_cast<uint32_t>(L.Q));
+      static_cast<uint32_t>(total4), static_cast<uint32_t>(q.L.Q));
   MINIDL_LAUNCH_CHECK();
 }
 
 template <class T, bool Relu>
 void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                        Tensor& save_mean, Tensor& save_invstd, const BnDims& d, int device) {
+  Tensor scale = empty({d.C}, x.options());  // scale_c = invstd_c * gamma_c, step 2's output
   if constexpr (std::is_same_v<T, float>) {
-    Tensor scale = empty({d.C}, x.options());
     if (x.numel() <= UINT32_MAX &&
         takes_quads(d, {x.raw_data(), y.raw_data(), save_mean.raw_data(), beta.raw_data(), scale.raw_data()})) {
       launch_forward_quads<Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, scale, d, device);
@@ -586,7 +412,6 @@ void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   const SplitPlan plan = rows ? rows_plan(d.C, M, device) : split_plan(d.C, M, device);
   const int64_t G = plan.G, chunk = plan.chunk;
   Tensor partial = empty({2 * d.C * G}, TensorOptions(DType::float64, x.device()));
-  Tensor scale = empty({d.C}, x.options());
   if (rows) {
     const dim3 grid(static_cast<unsigned>(G), static_cast<unsigned>((d.C + kRowsTile - 1) / kRowsTile));
     bn_forward_partials_rows<T><<<grid, dim3(kRowsTile, kRowsLanes), 0, s>>>(
@@ -679,27 +504,25 @@ void launch_backward_quads(const Tensor& x, const Tensor& y, const Tensor& gy, c
                            Tensor& grad_beta, Tensor& coef, const BnDims& d, int device) {
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N;
-  const QuadLayout L = quad_layout(d.C);
-  const SplitPlan plan = rows_plan_for_tiles((L.Q + L.tile - 1) / L.tile, M, device, quad_min_chunk(L));
-  Tensor partial = empty({2 * d.C * plan.G}, TensorOptions(DType::float64, x.device()));
+  QuadLaunch q = quad_launch(d, x.device());
   const auto* x4 = reinterpret_cast<const float4*>(x.data<float>());
   const auto* y4 = Relu ? reinterpret_cast<const float4*>(y.data<float>()) : nullptr;
   const auto* gy4 = reinterpret_cast<const float4*>(gy.data<float>());
-  const dim3 grid(static_cast<unsigned>(plan.G), static_cast<unsigned>((L.Q + L.tile - 1) / L.tile));
-  bn_backward_partials_quads<Relu><<<grid, kSplitBlock, 0, s>>>(x4, y4, gy4, save_mean.data<float>(), L,
-                                                                static_cast<uint32_t>(M),
-                                                                static_cast<uint32_t>(plan.chunk),
-                                                                partial.data<double>());
+  bn_backward_partials_quads<Relu><<<q.grid, kQuadBlock, 0, s>>>(x4, y4, gy4, save_mean.data<float>(), q.L,
+                                                                 static_cast<uint32_t>(M),
+                                                                 static_cast<uint32_t>(q.plan.chunk),
+                                                                 q.partial.data<double>());
   MINIDL_LAUNCH_CHECK();
   bn_backward_finalize<float><<<finalize_grid(d.C), kElementwiseBlock, 0, s>>>(
-      gamma.data<float>(), save_invstd.data<float>(), partial.data<double>(), d.C, M, plan.G,
+      gamma.data<float>(), save_invstd.data<float>(), q.partial.data<double>(), d.C, M, q.plan.G,
       grad_gamma.data<float>(), grad_beta.data<float>(), coef.data<float>());
   MINIDL_LAUNCH_CHECK();
   const int64_t total4 = x.numel() / 4;
   const auto* coef4 = reinterpret_cast<const float4*>(coef.data<float>());
   bn_backward_apply_quads<Relu><<<cuda::grid_for(total4, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
-      x4, y4, gy4, reinterpret_cast<const float4*>(save_mean.data<float>()), coef4, coef4 + L.Q, coef4 + 2 * L.Q,
-      reinterpret_cast<float4*>(gx.data<float>()), static_cast<uint32_t>(total4), static_cast<uint32_t>(L.Q));
+      x4, y4, gy4, reinterpret_cast<const float4*>(save_mean.data<float>()), coef4, coef4 + q.L.Q,
+      coef4 + 2 * q.L.Q, reinterpret_cast<float4*>(gx.data<float>()), static_cast<uint32_t>(total4),
+      static_cast<uint32_t>(q.L.Q));
   MINIDL_LAUNCH_CHECK();
 }
 
@@ -707,8 +530,8 @@ template <class T, bool Relu>
 void launch_backward_v2(const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gamma,
                         const Tensor& save_mean, const Tensor& save_invstd, Tensor& gx, Tensor& grad_gamma,
                         Tensor& grad_beta, const BnDims& d, int device) {
+  Tensor coef = empty({3 * d.C}, x.options());  // A, B and D per channel, step 2's output
   if constexpr (std::is_same_v<T, float>) {
-    Tensor coef = empty({3 * d.C}, x.options());
     if (x.numel() <= UINT32_MAX && takes_quads(d, {x.raw_data(), Relu ? y.raw_data() : nullptr, gy.raw_data(),
                                                    gx.raw_data(), save_mean.raw_data(), coef.raw_data()})) {
       launch_backward_quads<Relu>(x, y, gy, gamma, save_mean, save_invstd, gx, grad_gamma, grad_beta, coef, d,
@@ -723,7 +546,6 @@ void launch_backward_v2(const Tensor& x, const Tensor& y, const Tensor& gy, cons
   const SplitPlan plan = rows ? rows_plan(d.C, M, device) : split_plan(d.C, M, device);
   const int64_t G = plan.G, chunk = plan.chunk;
   Tensor partial = empty({2 * d.C * G}, TensorOptions(DType::float64, x.device()));
-  Tensor coef = empty({3 * d.C}, x.options());
   if (rows) {
     const dim3 grid(static_cast<unsigned>(G), static_cast<unsigned>((d.C + kRowsTile - 1) / kRowsTile));
     bn_backward_partials_rows<T, Relu><<<grid, dim3(kRowsTile, kRowsLanes), 0, s>>>(
