@@ -53,6 +53,15 @@
 #                    under TF32 and BF16 alternated twice; then the new step's batch-norm kernels under Nsight
 #                    Compute (GPU time and DRAM traffic per kernel, scripts/ncu_by_kernel.py); QUADS_NCU=all
 #                    profiles every kernel of that step and of an MNIST batch-64 step instead
+#   rule26           issue 26, round 6: nhwc_3x3_tf32 serving C x K <= 4096 (64 x 64 channels too) against the
+#                    build in $OLD (default build-old, the rule at 2048): the [cuda][conv2d] and
+#                    [memory_format][cuda] tests and memcheck over the kernel's, the 64 x 64 weight gradient
+#                    against cuDNN's graph API, the captcha step (CUDA graph, channels-last) under TF32 and BF16
+#                    alternated twice
+#   bnq26            issue 26, round 6: the [batch_norm] and [norm] tests and memcheck over the CUDA ones (the
+#                    quad kernels in their own file, cuda/batchnorm_v2_quads.cuh)
+#   mwgrad26         issue 26: MNIST conv2's weight gradient (x 64x32x26x26, w 64x32x3x3) by every kernel, and the
+#                    MNIST batch-64 step's time per kernel (MINIDL_PROFILE), eager and in the fast recipe
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -98,6 +107,15 @@ ab_captcha_steps() {  # ab_captcha_steps PREFIX OLD_BIN: the captcha step (CUDA 
       done
     done
   done
+}
+
+tests_and_memcheck() {  # tests_and_memcheck PREFIX TESTS MEMCHECK_TESTS: minidl_tests over TESTS, memcheck over
+  # MEMCHECK_TESTS (logs PREFIX_tests and PREFIX_memcheck), and their summary lines
+  run "$1_tests" 300 "$bin/minidl_tests" "$2"
+  run "$1_memcheck" 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$bin/minidl_tests" "$3"
+  grep -h "test cases\|assertions\|ERROR SUMMARY\|FAILED\|failed" "$out/$1_tests.log" "$out/$1_memcheck.log" | \
+    head -20 | tee -a "$out/summary.log"
 }
 
 profile_nhwc_tf32() {  # profile_nhwc_tf32 NAME: the captcha step's profile (channels-last, TF32), ms per step by kernel
@@ -348,11 +366,7 @@ for s in "${steps[@]}"; do
       profile_nhwc_tf32 b26_profile_new ;;
     quads26)  # issue 26, round 5: batch norm's rows four channels a load, against the build in $OLD
       old=${OLD:-build-old}/bin
-      run q26_tests 200 "$bin/minidl_tests" "[batch_norm],[norm],[memory_format][cuda]"
-      run q26_memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-        "$bin/minidl_tests" "[cuda][batch_norm]"
-      grep -h "test cases\|assertions\|ERROR SUMMARY\|FAILED" "$out"/q26_tests.log "$out"/q26_memcheck.log | \
-        head -20 | tee -a "$out/summary.log"
+      tests_and_memcheck q26 "[batch_norm],[norm],[memory_format][cuda]" "[cuda][batch_norm]"
       # channels-last rows [N*H*W, C]: blocks 1 (32 channels), 2 (64), 3 (128) and 4 (256) of the captcha model
       for side in old new; do
         b=$bin; [ $side = old ] && b=$old
@@ -383,11 +397,7 @@ for s in "${steps[@]}"; do
         python3 scripts/ncu_by_kernel.py "$out/q26_ncu_mnist.log" --steps 4 --top 30 | tee -a "$out/summary.log"
       fi ;;
     wgrad26)  # issue 26, round 4: the channels-last 3x3 weight gradient (cuda/conv_wgrad_nhwc_3x3.cu)
-      run w26_tests 300 "$bin/minidl_tests" "[conv2d],[memory_format]"
-      run w26_memcheck 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
-        "$bin/minidl_tests" "[cuda][conv2d][memory_format]"
-      grep -h "test cases\|assertions\|ERROR SUMMARY\|FAILED\|failed" "$out"/w26_tests.log "$out"/w26_memcheck.log | \
-        head -20 | tee -a "$out/summary.log"
+      tests_and_memcheck w26 "[conv2d],[memory_format]" "[cuda][conv2d][memory_format]"
       # the captcha model's 3x3 convolutions: blocks 1 to 5 at 64x192 ... 4x12 (the first has 3 input channels)
       shapes=""
       for spec in 128x3x64x192,32x3x3x3 128x32x64x192,32x32x3x3 128x32x32x96,64x32x3x3 128x64x32x96,64x64x3x3 128x64x16x48,128x64x3x3 \
@@ -411,6 +421,25 @@ for s in "${steps[@]}"; do
       done
       ab_summary w26
       profile_nhwc_tf32 w26_profile_new ;;
+    rule26)  # issue 26, round 6: nhwc_3x3_tf32 at C x K <= 4096, against the build in $OLD
+      old=${OLD:-build-old}/bin
+      tests_and_memcheck r26 "[cuda][conv2d],[memory_format][cuda]" "[cuda][conv2d][memory_format]"
+      MINIDL_TF32=1 run r26_kernels 120 "$bin/minidl" bench --device cuda --op conv2d.backward_weight --budget 0.2 \
+        --kernel nhwc_3x3_tf32 --kernel cudnn_graph_tf32 --shape conv2d.backward_weight:128x64x32x96,64x64x3x3,s1p1,nhwc
+      grep -h "^conv2d\|nhwc_3x3\|cudnn_graph_tf32\|WRONG" "$out/r26_kernels.log" | sed "s/^/r26_kernels: /" | \
+        tee -a "$out/summary.log"
+      ab_captcha_steps r26 "$old"
+      ab_summary r26 ;;
+    bnq26) tests_and_memcheck bnq26 "[batch_norm],[norm]" "[cuda][batch_norm]" ;;
+    mwgrad26)  # issue 26: MNIST conv2's weight gradient, alone and in the batch-64 step
+      run m26_kernels 120 "$bin/minidl" bench --device cuda --op conv2d.backward_weight --budget 0.2 \
+        --shape conv2d.backward_weight:64x32x26x26,64x32x3x3,s1p0 --shape conv2d.backward_weight:64x32x26x26,64x32x3x3,s1p0,nhwc
+      grep -h "^conv2d\|cudnn\|WRONG" "$out/m26_kernels.log" | sed "s/^/m26_kernels: /" | tee -a "$out/summary.log"
+      MINIDL_PROFILE=1 run m26_profile 60 "$bin/mnist" bench --device cuda --batch 64 --warmup 5 --steps 10
+      echo "m26_profile: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
+      grep "minidl profile\] [a-z]" "$out/m26_profile.log" | grep -v "kernel (key" | \
+        awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -12 | \
+        tee -a "$out/summary.log" ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"
