@@ -62,6 +62,10 @@
 #                    quad kernels in their own file, cuda/batchnorm_v2_quads.cuh)
 #   mwgrad26         issue 26: MNIST conv2's weight gradient (x 64x32x26x26, w 64x32x3x3) by every kernel, and the
 #                    MNIST batch-64 step's time per kernel (MINIDL_PROFILE), eager and in the fast recipe
+#   igemm26          issue 26: MNIST conv2 (x 64x32x26x26, w 64x32x3x3) by every conv2d kernel, all three stages;
+#                    then the MNIST step (CUDA graph, batch 64 and 1024) and the FP32 captcha step (CUDA graph,
+#                    NCHW) with their default kernels and with --kernel conv2d.backward_weight=implicit_gemm
+#                    (our split-K FP32 weight gradient in place of cuDNN's), alternated twice
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -440,6 +444,25 @@ for s in "${steps[@]}"; do
       grep "minidl profile\] [a-z]" "$out/m26_profile.log" | grep -v "kernel (key" | \
         awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -12 | \
         tee -a "$out/summary.log" ;;
+    igemm26)  # issue 26: MNIST conv2 per stage, and the steps with our FP32 weight gradient
+      conv2=64x32x26x26,64x32x3x3
+      run i26_conv2 120 "$bin/minidl" bench --device cuda --op conv2d --budget 0.3 --shape conv2d:$conv2 \
+        --shape conv2d.backward_input:$conv2 --shape conv2d.backward_weight:$conv2
+      grep -h "^conv2d\|^  [a-z]" "$out/i26_conv2.log" | grep -v "ragged\|^  columns" | sed "s/^/i26_conv2: /" | \
+        tee -a "$out/summary.log"
+      for r in 1 2; do
+        for side in default igemm; do
+          sel=(); [ $side = igemm ] && sel=(--kernel conv2d.backward_weight=implicit_gemm)
+          for batch in 64 1024; do
+            run "i26_mnist_b${batch}_${side}_$r" 40 "$bin/mnist" bench --device cuda --batch $batch --cuda-graph "${sel[@]}"
+          done
+          run "i26_captcha_fp32_${side}_$r" 60 "$bin/captcha" bench --device cuda --batch 128 --precision fp32 \
+            --memory-format nchw --cuda-graph "${sel[@]}"
+        done
+      done
+      for f in "$out"/i26_mnist_*.log "$out"/i26_captcha_*.log; do
+        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"
       run graph_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no "$bin/minidl_tests" "[graph]"
