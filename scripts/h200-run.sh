@@ -60,8 +60,8 @@
 #                    alternated twice
 #   bnq26            issue 26, round 6: the [batch_norm] and [norm] tests and memcheck over the CUDA ones (the
 #                    quad kernels in their own file, cuda/batchnorm_v2_quads.cuh)
-#   mwgrad26         issue 26: MNIST conv2's weight gradient (x 64x32x26x26, w 64x32x3x3) by every kernel, and the
-#                    MNIST batch-64 step's time per kernel (MINIDL_PROFILE), eager and in the fast recipe
+#   mwgrad26         issue 26: MNIST conv2's weight gradient (x 64x32x26x26, w 64x32x3x3) by every kernel, NCHW
+#                    and channels-last, and the eager MNIST batch-64 step's time per key and kernel (MINIDL_PROFILE)
 #   igemm26          issue 26: MNIST conv2 (x 64x32x26x26, w 64x32x3x3) by every conv2d kernel, all three stages;
 #                    then the MNIST step (CUDA graph, batch 64 and 1024) and the FP32 captcha step (CUDA graph,
 #                    NCHW) with their default kernels and with --kernel conv2d.backward_weight=implicit_gemm
