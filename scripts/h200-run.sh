@@ -122,13 +122,18 @@ tests_and_memcheck() {  # tests_and_memcheck PREFIX TESTS MEMCHECK_TESTS: minidl
     head -20 | tee -a "$out/summary.log"
 }
 
+profile_summary() {  # profile_summary NAME TOP: MINIDL_PROFILE's table in $out/NAME.log summed per key and kernel,
+  # in ms per step of its 20 profiled steps (as the callers' runs: --warmup 5 --steps 10); the TOP largest
+  echo "$1: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
+  grep "minidl profile\] [a-z]" "$out/$1.log" | grep -v "kernel (key" | \
+    awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -"$2" | \
+    tee -a "$out/summary.log"
+}
+
 profile_nhwc_tf32() {  # profile_nhwc_tf32 NAME: the captcha step's profile (channels-last, TF32), ms per step by kernel
   MINIDL_PROFILE=1 run "$1" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
     --precision tf32 --warmup 5 --steps 10
-  echo "$1: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
-  grep "minidl profile\] [a-z]" "$out/$1.log" | grep -v "kernel (key" | \
-    awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -16 | \
-    tee -a "$out/summary.log"
+  profile_summary "$1" 16
 }
 
 steps=("$@")
@@ -337,10 +342,7 @@ for s in "${steps[@]}"; do
         # shellcheck disable=SC2086
         MINIDL_PROFILE=1 run "g26_profile_$k" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
           --precision tf32 --warmup 5 --steps 10 $extra
-        echo "g26_profile_$k: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
-        grep "minidl profile\] [a-z]" "$out/g26_profile_$k.log" | grep -v "kernel (key" | \
-          awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -14 | \
-          tee -a "$out/summary.log"
+        profile_summary "g26_profile_$k" 14
       done ;;
     train26)  # issue 26's time-to-accuracy target: `captcha train` with its defaults (start to saved model,
       # wall time), then `captcha eval` on 10,000 fresh captchas
@@ -440,10 +442,7 @@ for s in "${steps[@]}"; do
         --shape conv2d.backward_weight:64x32x26x26,64x32x3x3,s1p0 --shape conv2d.backward_weight:64x32x26x26,64x32x3x3,s1p0,nhwc
       grep -h "^conv2d\|cudnn\|WRONG" "$out/m26_kernels.log" | sed "s/^/m26_kernels: /" | tee -a "$out/summary.log"
       MINIDL_PROFILE=1 run m26_profile 60 "$bin/mnist" bench --device cuda --batch 64 --warmup 5 --steps 10
-      echo "m26_profile: ms per step by key and kernel (20 profiled steps, a sync per call)" | tee -a "$out/summary.log"
-      grep "minidl profile\] [a-z]" "$out/m26_profile.log" | grep -v "kernel (key" | \
-        awk '{k=$3" "$5; t[k]+=$(NF-3)} END {for (k in t) printf "%7.3f %s\n", t[k]/20, k}' | sort -rn | head -12 | \
-        tee -a "$out/summary.log" ;;
+      profile_summary m26_profile 12 ;;
     igemm26)  # issue 26: MNIST conv2 per stage, and the steps with our FP32 weight gradient
       conv2=64x32x26x26,64x32x3x3
       run i26_conv2 120 "$bin/minidl" bench --device cuda --op conv2d --budget 0.3 --shape conv2d:$conv2 \
