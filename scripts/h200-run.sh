@@ -66,6 +66,14 @@
 #                    then the MNIST step (CUDA graph, batch 64 and 1024) and the FP32 captcha step (CUDA graph,
 #                    NCHW) with their default kernels and with --kernel conv2d.backward_weight=implicit_gemm
 #                    (our split-K FP32 weight gradient in place of cuDNN's), alternated twice
+#   fewout26         issue 26, round 7: the weight-gradient rule for few outputs and long sums (cuda/conv_by_shape.cu)
+#                    against the build in $OLD (default build-old): the [cuda][conv2d] tests and memcheck over the
+#                    rule's, the MNIST step (CUDA graph, batch 64 and 1024) and the FP32 captcha step (CUDA graph,
+#                    NCHW), then the captcha step (CUDA graph, channels-last) under TF32 and BF16, alternated twice
+#   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
+#                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: dropout 0.1, dropout 0,
+#                    lr 2e-3, lr 2e-3 with dropout 0.1) timed from start to saved model, then `captcha eval` on
+#                    10,000 fresh captchas (~65 s a variant)
 #   graph            CUDA graphs (nn/graphed_step.h): the [graph] and [dropout] tests, memcheck over [graph],
 #                    mnist bench eager and --cuda-graph at batch 64, 256 and 1024 alternated twice, the fast
 #                    recipe over seeds 1 to 5 eager and --cuda-graph, and two epochs at batch 64 each way
@@ -461,6 +469,36 @@ for s in "${steps[@]}"; do
       done
       for f in "$out"/i26_mnist_*.log "$out"/i26_captcha_*.log; do
         echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done ;;
+    fewout26)  # issue 26, round 7: the few-outputs weight-gradient rule against the build before it ($OLD)
+      old=${OLD:-build-old}/bin
+      tests_and_memcheck fewout26 "[cuda][conv2d]" "cuda conv2d by_shape*"
+      for r in 1 2; do
+        for side in old new; do
+          b=$bin; [ $side = old ] && b=$old
+          for batch in 64 1024; do
+            run "f26_mnist_b${batch}_${side}_$r" 40 "$b/mnist" bench --device cuda --batch $batch --cuda-graph
+          done
+          run "f26_captcha_fp32_${side}_$r" 60 "$b/captcha" bench --device cuda --batch 128 --precision fp32 \
+            --memory-format nchw --cuda-graph
+        done
+      done
+      ab_summary f26
+      ab_captcha_steps f26c "$old"  # channels-last under TF32 and BF16: the rule should leave them alone
+      ab_summary f26c ;;
+    acc26)  # issue 26, round 7: captcha training variants against the 99.7%-in-70-s target
+      IFS=';' read -r -a variants <<<"${ACC26:---dropout 0.1;--dropout 0;--lr 2e-3;--lr 2e-3 --dropout 0.1}"
+      i=0
+      for v in "${variants[@]}"; do
+        i=$((i + 1))
+        start=$SECONDS
+        # shellcheck disable=SC2086  # $v is a list of flags
+        run "a26_train_$i" 120 "$bin/captcha" train --device cuda --save "$out/a26_$i.ckpt" $v
+        echo "a26 variant $i ($v): $((SECONDS - start)) s wall to the saved model" | tee -a "$out/summary.log"
+        grep -h "final validation" "$out/a26_train_$i.log" | tee -a "$out/summary.log"
+        run "a26_eval_$i" 60 "$bin/captcha" eval --model "$out/a26_$i.ckpt" --device cuda
+        grep -h "accuracy" "$out/a26_eval_$i.log" | sed "s/^/a26 variant $i: /" | tee -a "$out/summary.log"
+        rm -f "$out/a26_$i.ckpt"
       done ;;
     graph)
       run graph_tests 90 "$bin/minidl_tests" "[graph],[dropout]"

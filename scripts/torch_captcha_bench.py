@@ -37,7 +37,7 @@ LABEL_LENGTH = 4
 
 class CaptchaModel(nn.Module):
     def __init__(self, channels=CHANNELS, convs_per_block=2, hidden=128, layers=2, classes=CLASSES,
-                 height=HEIGHT, dropout=0.25):
+                 height=HEIGHT, dropout=0.1):
         super().__init__()
         layers_cnn = []
         cin = 3

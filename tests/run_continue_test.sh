@@ -155,7 +155,7 @@ captcha)
     fail "the log does not say what --init-from took"
   "$captcha" train --device cpu --recipe cpu --threads 1 --stop-after-steps 1 --save "$dir/r.ckpt" >"$dir/recipe.log" 2>&1 ||
     fail "--recipe cpu"
-  grep -q "^captcha: --recipe cpu: --charset 0123456789 --channels 16,32,64,64,64 --convs-per-block 1 --hidden 64 --batch 32 --lr 0.005 --epochs 3 --epoch-size 6400 --val-count 1000$" \
+  grep -q "^captcha: --recipe cpu: --charset 0123456789 --channels 16,32,64,64,64 --convs-per-block 1 --hidden 64 --batch 32 --lr 0.005 --dropout 0.25 --epochs 3 --epoch-size 6400 --val-count 1000$" \
     "$dir/recipe.log" || fail "--recipe cpu does not list its settings"
   grep -q "248091 parameters.* 3 epoch(s) of 200 batches of 32, 600 steps" "$dir/recipe.log" ||
     fail "--recipe cpu does not build the slim model for 600 steps"

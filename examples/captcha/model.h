@@ -70,7 +70,7 @@ struct ModelConfig {
   // always a GRU; the checkpoint metadata keeps them, so older files load).
   int64_t gru_hidden = 128;
   int gru_layers = 2;
-  double dropout = 0.25;
+  double dropout = 0.1;
   minidl::RnnPath gru_path = minidl::RnnPath::automatic;
 
   // The feature map the CNN leaves: each block halves the height, all but the last halve the width.

@@ -34,7 +34,7 @@ struct TrainArgs {
   int64_t steps = 0, epochs = 12, epoch_size = 64000, batch = 128, val_count = 1000, hidden = 128;
   examples::RunFlags run;  // --save, --resume, --save-every, --stop-after-epochs, --stop-after-steps
   int width = 192, height = 64, threads = 0, convs_per_block = 2, gru_layers = 2;
-  double lr = 1e-3, dropout = 0.25;
+  double lr = 2e-3, dropout = 0.1;
   uint64_t seed = 1;
   bool deterministic = false;
   // --precision (core/precision.h): TF32 by default here, as PyTorch does for cuDNN's convolutions: it
