@@ -122,6 +122,18 @@ ab_captcha_steps() {  # ab_captcha_steps PREFIX OLD_BIN: the captcha step (CUDA 
   done
 }
 
+fp32_steps() {  # fp32_steps PREFIX SUFFIX BIN [FLAG...]: the MNIST step at batch 64 and 1024 and the FP32 captcha step
+  # (NCHW, batch 128), all replayed from a CUDA graph, by BIN's programs with FLAGs; logs PREFIX_mnist_b64_SUFFIX,
+  # PREFIX_mnist_b1024_SUFFIX and PREFIX_captcha_fp32_SUFFIX
+  local prefix=$1 suffix=$2 b=$3 batch
+  shift 3
+  for batch in 64 1024; do
+    run "${prefix}_mnist_b${batch}_$suffix" 40 "$b/mnist" bench --device cuda --batch $batch --cuda-graph "$@"
+  done
+  run "${prefix}_captcha_fp32_$suffix" 60 "$b/captcha" bench --device cuda --batch 128 --precision fp32 \
+    --memory-format nchw --cuda-graph "$@"
+}
+
 tests_and_memcheck() {  # tests_and_memcheck PREFIX TESTS MEMCHECK_TESTS: minidl_tests over TESTS, memcheck over
   # MEMCHECK_TESTS (logs PREFIX_tests and PREFIX_memcheck), and their summary lines
   run "$1_tests" 300 "$bin/minidl_tests" "$2"
@@ -461,11 +473,7 @@ for s in "${steps[@]}"; do
       for r in 1 2; do
         for side in default igemm; do
           sel=(); [ $side = igemm ] && sel=(--kernel conv2d.backward_weight=implicit_gemm)
-          for batch in 64 1024; do
-            run "i26_mnist_b${batch}_${side}_$r" 40 "$bin/mnist" bench --device cuda --batch $batch --cuda-graph "${sel[@]}"
-          done
-          run "i26_captcha_fp32_${side}_$r" 60 "$bin/captcha" bench --device cuda --batch 128 --precision fp32 \
-            --memory-format nchw --cuda-graph "${sel[@]}"
+          fp32_steps i26 "${side}_$r" "$bin" "${sel[@]}"
         done
       done
       for f in "$out"/i26_mnist_*.log "$out"/i26_captcha_*.log; do
@@ -477,11 +485,7 @@ for s in "${steps[@]}"; do
       for r in 1 2; do
         for side in old new; do
           b=$bin; [ $side = old ] && b=$old
-          for batch in 64 1024; do
-            run "f26_mnist_b${batch}_${side}_$r" 40 "$b/mnist" bench --device cuda --batch $batch --cuda-graph
-          done
-          run "f26_captcha_fp32_${side}_$r" 60 "$b/captcha" bench --device cuda --batch 128 --precision fp32 \
-            --memory-format nchw --cuda-graph
+          fp32_steps f26 "${side}_$r" "$b"
         done
       done
       ab_summary f26
