@@ -7,9 +7,16 @@
 // reduction of only C * KH * KW = 9 terms, where cuDNN's algorithms carry fixed set-up work
 // (the stage times are in docs/conv-ladder.md).
 //
-// The rule: forward and backward_weight use the implicit GEMM when C * KH * KW <= kSmallReduction,
-// everything else (and backward_input always) uses cuDNN. If the chosen kernel declines a call (a dtype
-// it does not handle), the other is tried.
+// Nor on a weight gradient of few outputs, each a sum over many more pixels than there are outputs (the
+// captcha model's first blocks in FP32; MNIST's second convolution at large batches): the implicit GEMM
+// splits those sums over the whole GPU (split-K), where cuDNN's strict-FP32 engines do not. With sums
+// only a few times longer than the outputs (MNIST's second at batch 64) cuDNN is faster again.
+//
+// The rule: forward and backward_weight use the implicit GEMM when C * KH * KW <= kSmallReduction;
+// backward_weight also when its O * C * KH * KW outputs are at most kFewOutputs and each is a sum over
+// Nb * OH * OW >= kLongSum times as many pixels as there are outputs; everything else (and backward_input
+// always) uses cuDNN. If the chosen kernel declines a call (a dtype or a layout it does not handle), the
+// other is tried.
 #include <string>
 
 #include "core/dispatch.h"
@@ -21,7 +28,17 @@ namespace {
 
 constexpr int64_t kSmallReduction = 16;
 
+constexpr int64_t kFewOutputs = 64 * 32 * 3 * 3;
+constexpr int64_t kLongSum = 16;
+
 bool small_reduction(const Tensor& w) { return w.shape()[1] * w.shape()[2] * w.shape()[3] <= kSmallReduction; }
+
+// grad_w has at most kFewOutputs values, each a sum over at least kLongSum times as many pixels.
+bool few_outputs_long_sums(const Tensor& grad_y, const Tensor& grad_w) {
+  const int64_t outputs = grad_w.numel();
+  const int64_t pixels = grad_y.shape()[0] * grad_y.shape()[2] * grad_y.shape()[3];
+  return outputs <= kFewOutputs && pixels >= kLongSum * outputs;
+}
 
 // The registered function of kernel `name` for (key, cuda); looked up at the first call, when every
 // kernel file has registered its kernels.
@@ -57,15 +74,17 @@ bool conv2d_backward_weight_by_shape(const Tensor& x, const Tensor& grad_y, Tens
       registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "implicit_gemm");
   static Conv2dBackwardWeightKernel* cudnn =
       registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "cudnn");
-  return small_reduction(grad_w) ? first_then(igemm, cudnn, x, grad_y, grad_w, p)
-                                 : first_then(cudnn, igemm, x, grad_y, grad_w, p);
+  const bool ours = small_reduction(grad_w) || few_outputs_long_sums(grad_y, grad_w);
+  return ours ? first_then(igemm, cudnn, x, grad_y, grad_w, p) : first_then(cudnn, igemm, x, grad_y, grad_w, p);
 }
 
 }  // namespace
 
 void register_conv_by_shape_cuda() {
   // Priority 25: above cudnn (20), so the rule is the default; --kernel conv2d=cudnn still selects cuDNN.
-  const char* what = "cuDNN, or implicit_gemm when C*KH*KW <= 16 (forward, backward_weight): a rule per shape";
+  const char* what =
+      "cuDNN, or implicit_gemm when C*KH*KW <= 16 (forward, backward_weight) or for a weight gradient of few "
+      "outputs and long sums: a rule per shape";
   register_kernel(keys::conv2d, DeviceType::cuda, "by_shape", Priority::tuned + 5, what, conv2d_by_shape);
   register_kernel(keys::conv2d_backward_input, DeviceType::cuda, "by_shape", Priority::tuned + 5, what,
                   conv2d_backward_input_by_shape);

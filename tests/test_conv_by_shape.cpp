@@ -1,9 +1,10 @@
 // tests/test_conv_by_shape.cpp — the GPU's per-shape convolution rule (cuda/conv_by_shape.cu): it is the
 // default, and each stage gives exactly the bits of the kernel the rule names (implicit_gemm for a
-// reduction of at most 16 terms in forward and backward_weight, cuDNN otherwise). Exact equality holds
-// because both kernels are deterministic for a fixed shape: implicit_gemm always, cuDNN with
-// --deterministic (one algorithm, chosen by heuristics). Its numerics against the reference are covered
-// by the all-kernels sweeps (tests/test_conv_pool.cpp, tests/test_cuda_kernels_vs_cpu.cpp).
+// reduction of at most 16 terms in forward and backward_weight, and for weight gradients of few outputs
+// and long sums; cuDNN otherwise). Exact equality holds because both kernels are deterministic for a
+// fixed shape: implicit_gemm always, cuDNN with --deterministic (one algorithm, chosen by heuristics). Its
+// numerics against the reference are covered by the all-kernels sweeps (tests/test_conv_pool.cpp,
+// tests/test_cuda_kernels_vs_cpu.cpp).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -57,22 +58,34 @@ TEST_CASE("cuda conv2d by_shape: the default, with the bits of the kernel its ru
   Conv2dParams p;  // stride 1, no padding
   struct Case {
     Shape x, w;
-    const char* small_stages;  // the kernel for forward and backward_weight
+    const char* forward;  // the kernel the rule names for the forward
+    const char* weight;   // and for backward_weight
   };
-  // MNIST's first convolution (1 x 3 x 3 = 9 terms), 16 terms exactly, then 2 x 3 x 3 = 18 and MNIST's second.
-  for (const Case& c : {Case{{8, 1, 12, 12}, {32, 1, 3, 3}, "implicit_gemm"},
-                        Case{{8, 1, 10, 10}, {8, 1, 4, 4}, "implicit_gemm"},
-                        Case{{8, 2, 12, 12}, {16, 2, 3, 3}, "cudnn"}, Case{{8, 32, 12, 12}, {64, 32, 3, 3}, "cudnn"}}) {
+  // MNIST's first convolution (1 x 3 x 3 = 9 terms) and 16 terms exactly: the implicit GEMM's in both stages.
+  // Then 2 x 3 x 3 = 18 terms and MNIST's second convolution at batches 8 and 64: cuDNN's, their weight
+  // gradients' sums (800 to 36,864 pixels) too short for their outputs (288 to 18,432). Weight gradients of
+  // few outputs and long sums are the implicit GEMM's: 288 weights over 6,400 pixels, and MNIST's second at
+  // batch 512 (18,432 weights over 294,912 pixels: 16 times, the bound). Not 19,008 weights (33 channels),
+  // though their sums are over 331,776 pixels: above the bound on outputs.
+  for (const Case& c : {Case{{8, 1, 12, 12}, {32, 1, 3, 3}, "implicit_gemm", "implicit_gemm"},
+                        Case{{8, 1, 10, 10}, {8, 1, 4, 4}, "implicit_gemm", "implicit_gemm"},
+                        Case{{8, 2, 12, 12}, {16, 2, 3, 3}, "cudnn", "cudnn"},
+                        Case{{8, 32, 12, 12}, {64, 32, 3, 3}, "cudnn", "cudnn"},
+                        Case{{64, 32, 26, 26}, {64, 32, 3, 3}, "cudnn", "cudnn"},
+                        Case{{64, 4, 12, 12}, {8, 4, 3, 3}, "cudnn", "implicit_gemm"},
+                        Case{{512, 32, 26, 26}, {64, 32, 3, 3}, "cudnn", "implicit_gemm"},
+                        Case{{36, 33, 98, 98}, {64, 33, 3, 3}, "cudnn", "cudnn"}}) {
     INFO("x " << shape_str(c.x) << ", w " << shape_str(c.w));
     const Tensor x = uniform(c.x, -1, 1, DType::float32).to(gpu);
     const Tensor w = uniform(c.w, -1, 1, DType::float32).to(gpu);
     const Shape y_shape{c.x[0], c.w[0], c.x[2] - c.w[2] + 1, c.x[3] - c.w[3] + 1};
     const Tensor gy = uniform(y_shape, -1, 1, DType::float32).to(gpu);
     const Stages rule = run_stages("by_shape", x, w, gy, p);
-    const Stages small = run_stages(c.small_stages, x, w, gy, p);
+    const Stages forward = run_stages(c.forward, x, w, gy, p);
+    const Stages weight = run_stages(c.weight, x, w, gy, p);
     const Stages cudnn = run_stages("cudnn", x, w, gy, p);
-    CHECK(compare(rule.y, small.y, 0, 0) == "");
-    CHECK(compare(rule.grad_w, small.grad_w, 0, 0) == "");
+    CHECK(compare(rule.y, forward.y, 0, 0) == "");
+    CHECK(compare(rule.grad_w, weight.grad_w, 0, 0) == "");
     CHECK(compare(rule.grad_x, cudnn.grad_x, 0, 0) == "");  // backward_input: cuDNN always
   }
 }
