@@ -9,6 +9,7 @@
 #include "core/dispatch.h"
 #include "cuda/batchnorm_common.cuh"
 #include "cuda/batchnorm_v2_quads.cuh"
+#include "cuda/batchnorm_v2_rows.cuh"
 #include "cuda/cuda_common.h"
 #include "ops/kernel_signatures.h"
 
@@ -35,7 +36,8 @@ namespace {
 // channel c's values are then C apart, so step 1's threads of one channel would each read their own
 // 32-byte sector. Its rows variant puts 32 neighbouring channels on a warp instead (block 32 channels x 8
 // row lanes, each lane striding over the chunk's rows), so every warp load is one 128-byte row segment,
-// and the 8 lanes' sums are added in a fixed order in shared memory. Steps 2 and 3 are the same.
+// and the 8 lanes' sums are added in a fixed order in shared memory (cuda/batchnorm_v2_rows.cuh). Steps 2
+// and 3 are the same.
 // Rows of float32 with C a multiple of 4 (the channels-last layers of the captcha model) go four channels a
 // load instead: steps 1 and 3 of cuda/batchnorm_v2_quads.cuh, step 2 as always.
 // The variance comes from one pass: var = s2 / M - (s1 / M)^2. Without the shift this is
@@ -62,7 +64,6 @@ int64_t split_chunks(int64_t C, int64_t M, int device) {
 
 // Rows (S = 1): blocks of kRowsTile channels x kRowsLanes row lanes; a [G, ceil(C / kRowsTile)] grid
 // with enough blocks for about 4 per multiprocessor, no chunk shorter than kMinRowsChunk rows.
-constexpr int kRowsTile = 32, kRowsLanes = 8;
 constexpr int64_t kMinRowsChunk = 64;
 
 // The chunk length for G blocks per channel, and G recomputed from it so that every block's chunk
@@ -129,48 +130,6 @@ __global__ void __launch_bounds__(kSplitBlock) bn_forward_partials(const T* __re
     partial[(2 * c) * G + g] = s1;
     partial[(2 * c + 1) * G + g] = s2;
   }
-}
-
-// Step 1 for rows (S = 1): x is [M, C]; block (g, tile) sums rows [g * chunk, ...) of its 32 channels.
-template <class T>
-__global__ void __launch_bounds__(kRowsTile* kRowsLanes)
-    bn_forward_partials_rows(const T* __restrict__ x, int64_t C, uint32_t M, uint32_t chunk,
-                             double* __restrict__ partial) {
-  __shared__ double lane_s1[kRowsLanes][kRowsTile], lane_s2[kRowsLanes][kRowsTile];
-  const int64_t c = static_cast<int64_t>(blockIdx.y) * kRowsTile + threadIdx.x, G = gridDim.x, g = blockIdx.x;
-  const uint32_t begin = static_cast<uint32_t>(g) * chunk;
-  const uint32_t end = M - begin < chunk ? M : begin + chunk;  // begin < M (rows_plan)
-  double s1 = 0, s2 = 0;
-  if (c < C) {
-    const double K = x[c];  // x[0, c]
-    uint32_t r = begin + threadIdx.y;
-    for (; uint64_t{r} + (kLoadsInFlight - 1) * kRowsLanes < end; r += kLoadsInFlight * kRowsLanes) {
-      T v[kLoadsInFlight];
-#pragma unroll
-      for (int u = 0; u < kLoadsInFlight; ++u) v[u] = x[static_cast<int64_t>(r + u * kRowsLanes) * C + c];
-#pragma unroll
-      for (int u = 0; u < kLoadsInFlight; ++u) {
-        const double d = static_cast<double>(v[u]) - K;
-        s1 += d;
-        s2 += d * d;
-      }
-    }
-    for (; r < end; r += kRowsLanes) {
-      const double d = static_cast<double>(x[static_cast<int64_t>(r) * C + c]) - K;
-      s1 += d;
-      s2 += d * d;
-    }
-  }
-  lane_s1[threadIdx.y][threadIdx.x] = s1;
-  lane_s2[threadIdx.y][threadIdx.x] = s2;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= C) return;
-  for (int lane = 1; lane < kRowsLanes; ++lane) {
-    s1 += lane_s1[lane][threadIdx.x];
-    s2 += lane_s2[lane][threadIdx.x];
-  }
-  partial[(2 * c) * G + g] = s1;
-  partial[(2 * c + 1) * G + g] = s2;
 }
 
 // Step 2 runs one warp per channel: lane l adds partials l, l + 32, l + 64, ... in order, then warp_sum adds
@@ -265,54 +224,6 @@ __global__ void __launch_bounds__(kSplitBlock) bn_backward_partials(const T* __r
     partial[(2 * c) * G + g] = sum_gy;
     partial[(2 * c + 1) * G + g] = sum_gy_xc;
   }
-}
-
-// Step 1 of the backward for rows (S = 1), laid out as bn_forward_partials_rows.
-template <class T, bool Relu>
-__global__ void __launch_bounds__(kRowsTile* kRowsLanes)
-    bn_backward_partials_rows(const T* __restrict__ x, const T* __restrict__ y, const T* __restrict__ gy,
-                              const T* __restrict__ save_mean, int64_t C, uint32_t M, uint32_t chunk,
-                              double* __restrict__ partial) {
-  __shared__ double lane_gy[kRowsLanes][kRowsTile], lane_gy_xc[kRowsLanes][kRowsTile];
-  const int64_t c = static_cast<int64_t>(blockIdx.y) * kRowsTile + threadIdx.x, G = gridDim.x, g = blockIdx.x;
-  const uint32_t begin = static_cast<uint32_t>(g) * chunk;
-  const uint32_t end = M - begin < chunk ? M : begin + chunk;  // begin < M (rows_plan)
-  double sum_gy = 0, sum_gy_xc = 0;
-  if (c < C) {
-    const double mean = save_mean[c];
-    uint32_t r = begin + threadIdx.y;
-    for (; uint64_t{r} + (kBackwardLoadsInFlight - 1) * kRowsLanes < end; r += kBackwardLoadsInFlight * kRowsLanes) {
-      T g_vals[kBackwardLoadsInFlight], x_vals[kBackwardLoadsInFlight];
-#pragma unroll
-      for (int u = 0; u < kBackwardLoadsInFlight; ++u) {
-        const int64_t off = static_cast<int64_t>(r + u * kRowsLanes) * C + c;
-        g_vals[u] = masked_grad<Relu>(gy, y, off);
-        x_vals[u] = x[off];
-      }
-#pragma unroll
-      for (int u = 0; u < kBackwardLoadsInFlight; ++u) {
-        const double g_val = g_vals[u];
-        sum_gy += g_val;
-        sum_gy_xc += g_val * (static_cast<double>(x_vals[u]) - mean);
-      }
-    }
-    for (; r < end; r += kRowsLanes) {
-      const int64_t off = static_cast<int64_t>(r) * C + c;
-      const double g_val = masked_grad<Relu>(gy, y, off);
-      sum_gy += g_val;
-      sum_gy_xc += g_val * (static_cast<double>(x[off]) - mean);
-    }
-  }
-  lane_gy[threadIdx.y][threadIdx.x] = sum_gy;
-  lane_gy_xc[threadIdx.y][threadIdx.x] = sum_gy_xc;
-  __syncthreads();
-  if (threadIdx.y != 0 || c >= C) return;
-  for (int lane = 1; lane < kRowsLanes; ++lane) {
-    sum_gy += lane_gy[lane][threadIdx.x];
-    sum_gy_xc += lane_gy_xc[lane][threadIdx.x];
-  }
-  partial[(2 * c) * G + g] = sum_gy;
-  partial[(2 * c + 1) * G + g] = sum_gy_xc;
 }
 
 // With gb = sum gy, gg = sum gy * xhat = invstd * sum gy (x - mean) and k = gamma * invstd / M, v1's
