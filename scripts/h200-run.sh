@@ -53,6 +53,9 @@
 #                    under TF32 and BF16 alternated twice; then the new step's batch-norm kernels under Nsight
 #                    Compute (GPU time and DRAM traffic per kernel, scripts/ncu_by_kernel.py); QUADS_NCU=all
 #                    profiles every kernel of that step and of an MNIST batch-64 step instead
+#   fusion26         issue 26, round 8: cuDNN's graph-API fusions (conv + bias + ReLU, conv + batch-norm statistics)
+#                    probed at the models' shapes (tools/probes/cudnn_fusion.cpp; $PROBE, default
+#                    $BUILD/bin/cudnn_fusion_probe), and minidl's bias_relu at MNIST's conv outputs
 #   rule26           issue 26, round 6: nhwc_3x3_tf32 serving C x K <= 4096 (64 x 64 channels too) against the
 #                    build in $OLD (default build-old, the rule at 2048): the [cuda][conv2d] and
 #                    [memory_format][cuda] tests and memcheck over the kernel's, the 64 x 64 weight gradient
@@ -491,6 +494,15 @@ for s in "${steps[@]}"; do
       ab_summary f26
       ab_captcha_steps f26c "$old"  # channels-last under TF32 and BF16: the rule should leave them alone
       ab_summary f26c ;;
+    fusion26)  # issue 26, round 8: which cuDNN graph-API fusions build for the models' convolutions, and how fast
+      # (tools/probes/cudnn_fusion.cpp: conv, conv + bias + ReLU at MNIST's shapes, conv + batch-norm statistics at
+      # the captcha model's), against minidl's own bias_relu at MNIST's conv outputs
+      probe=${PROBE:-$bin/cudnn_fusion_probe}
+      run fu26_probe 240 "$probe"
+      grep -h "^device\|^best\|does not finalize" "$out/fu26_probe.log" | sed "s/^/fu26_probe: /" | tee -a "$out/summary.log"
+      run fu26_bias_relu 60 "$bin/minidl" bench --device cuda --op bias_relu --budget 0.2 --shape bias_relu:64x32x676 \
+        --shape bias_relu:64x64x576 --shape bias_relu:1024x64x576
+      grep -h "^bias_relu\|^  [a-z]" "$out/fu26_bias_relu.log" | sed "s/^/fu26_bias_relu: /" | tee -a "$out/summary.log" ;;
     acc26)  # issue 26, round 7: captcha training variants against the 99.7%-in-70-s target
       IFS=';' read -r -a variants <<<"${ACC26:---seed 2;--seed 3;--lr 1e-3 --dropout 0.25;--lr 3e-3}"
       i=0
