@@ -46,6 +46,7 @@
 #include "core/memory_format.h"
 #include "core/precision.h"
 #include "cuda/cuda_common.h"
+#include "cuda/cudnn_backend.h"
 #include "cuda/kernel_helpers.h"
 #include "ops/kernel_signatures.h"
 
@@ -61,61 +62,14 @@ constexpr int64_t kWorkspaceLimit = int64_t{512} << 20;
 
 enum class Stage { forward = 0, backward_input = 1, backward_weight = 2 };
 
-// One backend descriptor, destroyed with its owner.
-class Desc {
- public:
-  explicit Desc(cudnnBackendDescriptorType_t type) { ok_ = cudnnBackendCreateDescriptor(type, &d_) == CUDNN_STATUS_SUCCESS; }
-  ~Desc() {
-    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
-  }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  cudnnBackendDescriptor_t get() const { return d_; }
-  bool ok() const { return ok_; }
-  // Sets an attribute; false on failure (the descriptor is then unusable, and the call declines).
-  bool set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* values) {
-    ok_ = ok_ && cudnnBackendSetAttribute(d_, name, type, count, values) == CUDNN_STATUS_SUCCESS;
-    return ok_;
-  }
-  bool finalize() {
-    ok_ = ok_ && cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS;
-    return ok_;
-  }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-  bool ok_ = false;
-};
+using cudnn_backend::Desc;
+using cudnn_backend::strides_of;
+using cudnn_backend::tensor_desc;
 
 // The ids of the three tensors in the operation graph and the variant pack.
 constexpr int64_t kIdX = 'x', kIdW = 'w', kIdY = 'y';
 
-// A float32 tensor of logical shape [N, C, H, W] with the given strides.
-std::unique_ptr<Desc> tensor_desc(int64_t id, const Shape& shape, const std::array<int64_t, 4>& strides) {
-  auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  const int64_t dims[4] = {shape[0], shape[1], shape[2], shape[3]};
-  const int64_t alignment = 16;
-  d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims);
-  d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-  d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id);
-  d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-  d->finalize();
-  return d;
-}
-
-// The strides of a [N, C, H, W] shape in NHWC or NCHW order (for the filter: [O, KH, KW, C] or [O, C, KH, KW]).
-std::array<int64_t, 4> strides_of(const Shape& s, bool nhwc) {
-  if (nhwc) return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
-  return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
-}
-
-// A built plan and what it needs.
-struct Plan {
-  std::shared_ptr<Desc> plan;
-  int64_t workspace = 0;
-};
+using cudnn_backend::Plan;
 
 // The plan cache: (device, stage, memory format, x shape, w shape, stride, padding) -> the fastest plan,
 // or none (the shape declines).
@@ -125,32 +79,7 @@ std::map<PlanKey, std::shared_ptr<Plan>> g_plans;
 
 // Runs `plan` on the pointers; false if cuDNN refuses.
 bool execute(cudnnHandle_t handle, const Plan& plan, void* x, void* w, void* y, void* workspace) {
-  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
-  const int64_t ids[3] = {kIdX, kIdW, kIdY};
-  void* pointers[3] = {x, w, y};
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3, ids);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, 3, pointers);
-  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-  if (!pack.finalize()) return false;
-  return cudnnBackendExecute(handle, plan.plan->get(), pack.get()) == CUDNN_STATUS_SUCCESS;
-}
-
-// Whether the engine of configuration `cfg` converts its float32 inputs down (to FP16/BF16).
-bool down_converts(cudnnBackendDescriptor_t cfg) {
-  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  cudnnBackendDescriptor_t e = engine.get();
-  int64_t n = 0;
-  if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) !=
-      CUDNN_STATUS_SUCCESS)
-    return true;  // unknown: treat as unsafe
-  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-  int64_t count = 0;
-  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &count, notes) != CUDNN_STATUS_SUCCESS)
-    return true;
-  for (int64_t i = 0; i < count; ++i)
-    if (notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) return true;
-  return false;
+  return cudnn_backend::execute(handle, *plan.plan, {kIdX, kIdW, kIdY}, {x, w, y}, workspace);
 }
 
 // The operation descriptor of each stage and its attributes for x (dx), w (dw), y (dy), the convolution,
@@ -184,26 +113,15 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   const auto y_desc = tensor_desc(kIdY, ys, strides_of(ys, nhwc));
   if (!x_desc->ok() || !w_desc->ok() || !y_desc->ok()) return nullptr;
 
-  Desc conv(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  const int64_t spatial = 2, dilation[2] = {1, 1}, stride[2] = {p.stride_h, p.stride_w},
-                padding[2] = {p.pad_h, p.pad_w};
-  conv.set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-  conv.set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-  conv.set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
-  conv.set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, dilation);
-  conv.set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, stride);
-  conv.set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
-  conv.set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, padding);
-  if (!conv.finalize()) return nullptr;
+  const auto conv = cudnn_backend::convolution_desc(p);
+  if (!conv->ok()) return nullptr;
 
   // The operation: forward y = conv(x, w); backward data dx = conv^T(dy, w); backward filter dw from x, dy.
   // Each stage names the same six attributes its own way (kStageAttributes).
   const StageAttributes& names = kStageAttributes[static_cast<int>(stage)];
   Desc op(names.op_type);
   const float alpha = 1.0f, beta = 0.0f;
-  cudnnBackendDescriptor_t xd = x_desc->get(), wd = w_desc->get(), yd = y_desc->get(), cd = conv.get();
+  cudnnBackendDescriptor_t xd = x_desc->get(), wd = w_desc->get(), yd = y_desc->get(), cd = conv->get();
   op.set(names.x, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &xd);
   op.set(names.w, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &wd);
   op.set(names.y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &yd);
@@ -212,76 +130,21 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   op.set(names.beta, CUDNN_TYPE_FLOAT, 1, &beta);
   if (!op.finalize()) return nullptr;
 
-  Desc graph(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  cudnnBackendDescriptor_t od = op.get();
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &od);
-  graph.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-  if (!graph.finalize()) return nullptr;
+  const auto graph = cudnn_backend::operation_graph(handle, {op.get()});
+  if (graph == nullptr) return nullptr;
 
-  Desc heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  cudnnBackendDescriptor_t gd = graph.get();
-  const cudnnBackendHeurMode_t heur_mode = CUDNN_HEUR_MODE_A;
-  heuristics.set(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &gd);
-  heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &heur_mode);
-  if (!heuristics.finalize()) return nullptr;
-  int64_t available = 0;
-  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                               &available, nullptr) != CUDNN_STATUS_SUCCESS || available <= 0)
-    return nullptr;
-  std::vector<std::unique_ptr<Desc>> configs;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < available; ++i) {
-    configs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    raw.push_back(configs.back()->get());
-  }
-  int64_t returned = 0;
-  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                               available, &returned, raw.data()) != CUDNN_STATUS_SUCCESS)
-    return nullptr;
+  const std::vector<std::unique_ptr<Desc>> configs = cudnn_backend::heuristic_configs(*graph);
+  if (configs.empty()) return nullptr;
 
-  // Build up to kMaxCandidates plans and time each on the call's buffers; keep the fastest.
-  cudaStream_t s = cuda::stream(device);
-  cudaEvent_t start = nullptr, stop = nullptr;
-  MINIDL_CUDA_CHECK(cudaEventCreate(&start));
-  MINIDL_CUDA_CHECK(cudaEventCreate(&stop));
-  std::shared_ptr<Plan> best;
-  float best_ms = 0;
-  int built = 0;
-  for (int64_t i = 0; i < returned && built < kMaxCandidates[static_cast<int>(stage)]; ++i) {
-    if (down_converts(raw[i])) continue;
-    auto plan = std::make_shared<Plan>();
-    plan->plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw[i]);
-    if (!plan->plan->finalize()) continue;
-    int64_t n = 0;
-    if (cudnnBackendGetAttribute(plan->plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                 &plan->workspace) != CUDNN_STATUS_SUCCESS ||
-        plan->workspace > kWorkspaceLimit)
-      continue;
-    Tensor workspace;
-    try {
-      if (plan->workspace > 0) workspace = cuda::scratch_bytes(static_cast<size_t>(plan->workspace), device);
-    } catch (const OutOfMemoryError&) {
-      continue;
-    }
-    void* wsp = plan->workspace > 0 ? workspace.raw_data() : nullptr;
-    ++built;
-    if (!execute(handle, *plan, x, w, y, wsp)) continue;  // the warm-up run; refused: next
-    MINIDL_CUDA_CHECK(cudaEventRecord(start, s));
-    for (int r = 0; r < kTimedRuns; ++r) execute(handle, *plan, x, w, y, wsp);
-    MINIDL_CUDA_CHECK(cudaEventRecord(stop, s));
-    MINIDL_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (!best || ms < best_ms) {
-      best = plan;
-      best_ms = ms;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return best;
+  // Build up to kMaxCandidates plans and time each on the call's buffers; keep the fastest. Engines that
+  // convert float32 inputs down to 16 bits are skipped (TF32's 10 mantissa bits are the least we allow).
+  return cudnn_backend::fastest_plan(
+      handle, device, configs,
+      [](const cudnn_backend::EngineNotes& notes) { return notes.known && !notes.down_converts; },
+      [&](const Desc& plan, void* workspace) {
+        return cudnn_backend::execute(handle, plan, {kIdX, kIdW, kIdY}, {x, w, y}, workspace);
+      },
+      kMaxCandidates[static_cast<int>(stage)], kTimedRuns, kWorkspaceLimit);
 }
 
 constexpr const char* kName = "cudnn_graph_tf32";
