@@ -354,6 +354,27 @@ void dispatch(const KernelKey<Fn>& key, Device device, Args&&... args) {
 }
 // [/doc:dispatch_loop]
 
+// For a fused key whose front end can run the unfused ops instead (conv2d_bias_relu): calls its kernels
+// above the reference level in the usual order, and a reference kernel only when it is the one selected
+// by name; false when none accepts (or none is registered), and the caller then runs the unfused ops.
+// A fused reference kernel is there to be compared with, not to replace the unfused ops' fast kernels.
+// `auto` does not apply here: the kernels are tried in the usual order.
+template <class Fn, class... Args>
+bool dispatch_fused(const KernelKey<Fn>& key, Device device, Args&&... args) {
+  KernelRegistry& registry = KernelRegistry::instance();
+  std::vector<const KernelInfo*> kernels;
+  for (const KernelInfo* k : registry.candidates(key, device.type))
+    if (k->priority > static_cast<int>(Priority::reference) || registry.is_selected(k->key, k->device, k->name))
+      kernels.push_back(k);
+  if (kernels.empty()) return false;
+  const CallWatch watch = registry.watch(kernels);
+  const std::string shape = watch.shape ? describe_call(args...) : std::string();
+  DeclinedKernels declined;
+  for (const KernelInfo* k : kernels)
+    if (try_kernel<Fn>(*k, device, watch, shape, declined, args...)) return true;
+  return false;
+}
+
 // The same by name, for tests that pick a key at run time: dispatch<UnaryKernel>("relu", device, x, out).
 // Slower (a lock and a map lookup), and the signature is checked at run time.
 template <class Fn, class... Args>

@@ -6,6 +6,8 @@
 //   dw[o,c,i,j]  = sum_{n,p,q} dy[n,o,p,q] * x[n, c, p*sh - ph + i, q*sw - pw + j]
 // Accumulation convention: y and dw are overwritten (=), each element summed in double; dx is zeroed
 // and then every (output, tap) pair scatters into it (+=).
+// Also the fused forward "conv2d_bias_relu": y[n,o,p,q] = relu(conv(x, w)[n,o,p,q] + bias[o]), the same
+// sum, then the bias and the ReLU on each element as it is written.
 #include "core/dispatch.h"
 #include "cpu/strided.h"
 #include "ops/kernel_signatures.h"
@@ -86,6 +88,21 @@ bool conv2d_naive(const Tensor& x, const Tensor& w, Tensor& y, const Conv2dParam
   return MINIDL_FLOAT_TYPES(y.dtype(), { forward_loops(x.data<T>(), w.data<T>(), y.data<T>(), d, p); });
 }
 
+bool conv2d_bias_relu_naive(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                            const Conv2dParams& p) {
+  const Dims d = dims_of(x, w, y);
+  return MINIDL_FLOAT_TYPES(y.dtype(), {
+    T* out = y.data<T>();
+    const T* b = bias.data<T>();
+    forward_loops(x.data<T>(), w.data<T>(), out, d, p);
+    const int64_t plane = d.oh * d.ow;
+    for (int64_t e = 0; e < d.n * d.o * plane; ++e) {
+      const T z = out[e] + b[(e / plane) % d.o];
+      out[e] = z > T(0) ? z : T(0);
+    }
+  });
+}
+
 bool conv2d_backward_input_naive(const Tensor& grad_y, const Tensor& w, Tensor& grad_x, const Conv2dParams& p) {
   const Dims d = dims_of(grad_x, w, grad_y);
   return MINIDL_FLOAT_TYPES(grad_x.dtype(),
@@ -103,6 +120,8 @@ bool conv2d_backward_weight_naive(const Tensor& x, const Tensor& grad_y, Tensor&
 void register_conv_naive_cpu() {
   const char* d = "reference: direct loops over the formula, double accumulator";
   register_kernel(keys::conv2d, DeviceType::cpu, "naive", Priority::reference, d, conv2d_naive);
+  register_kernel(keys::conv2d_bias_relu, DeviceType::cpu, "naive", Priority::reference,
+                  "reference: the forward loops, then bias and ReLU per element", conv2d_bias_relu_naive);
   register_kernel(keys::conv2d_backward_input, DeviceType::cpu, "naive", Priority::reference,
                   "reference: scatter every (output, tap) product into dx",
                   conv2d_backward_input_naive);

@@ -45,6 +45,7 @@ MINIDL_KERNEL_FILE(register_conv_wgrad_nhwc_3x3_cuda)  // cuda/conv_wgrad_nhwc_3
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
 MINIDL_KERNEL_FILE(register_conv_cudnn_graph_cuda)  // cuda/conv_cudnn_graph.cu (channels-last, TF32/BF16)
+MINIDL_KERNEL_FILE(register_conv_bias_relu_cudnn_graph_cuda)  // cuda/conv_bias_relu_cudnn_graph.cu (fused epilogue)
 MINIDL_KERNEL_FILE(register_conv_by_shape_cuda)  // cuda/conv_by_shape.cu (cuDNN or implicit_gemm, per shape)
 #endif
 MINIDL_KERNEL_FILE(register_pool_v2_2x2_cuda)      // cuda/pool_v2_2x2.cu

@@ -7,7 +7,9 @@
 //
 // What it fuses, layer then ReLU:
 //   Linear or Conv2d with a bias   the product without its bias, then bias_relu (ops/ops.h), which adds
-//                                  the bias and applies the ReLU in one pass (both gradients in one pass)
+//                                  the bias and applies the ReLU in one pass (both gradients in one pass);
+//                                  a Conv2d through conv2d_bias_relu, which on a GPU may do both inside the
+//                                  convolution's own call (cuDNN's graph API), else runs these two
 //   BatchNorm1d or BatchNorm2d     batch_norm_relu: the ReLU applied as the normalised values are
 //                                  written (in training; in evaluation, batch_norm then relu)
 // Only exactly these classes and exactly ReLU, not subclasses: a subclass may override forward, which

@@ -65,7 +65,10 @@ Tensor Conv2d::forward_relu(const Tensor& x) {
   MINIDL_CHECK(bias.defined(), describe(), ": forward_relu needs a bias (it fuses the bias add with the ReLU)");
   MINIDL_CHECK(x.dim() == 4 && x.size(1) == in_channels, describe(), ": expected input [N, ", in_channels,
                ", H, W], got ", shape_str(x.shape()));
-  return bias_relu(conv2d(x, weight, Tensor(), stride, padding), bias, 1);
+  Conv2dParams p;
+  p.stride_h = p.stride_w = stride;
+  p.pad_h = p.pad_w = padding;
+  return conv2d_bias_relu(x, weight, bias, p);
 }
 
 std::string Conv2d::describe() const {

@@ -52,7 +52,8 @@ class Conv2d : public Module {
   Conv2d(int64_t in_channels, int64_t out_channels, int kernel_size, int stride = 1, int padding = 0,
          bool bias = true);
   Tensor forward(const Tensor& x) override;
-  // relu(forward(x)) with the bias add and the ReLU fused (bias_relu); needs a bias.
+  // relu(forward(x)) with the bias add and the ReLU fused (conv2d_bias_relu: in the convolution's call
+  // where a fused kernel serves it, else bias_relu after it); needs a bias.
   Tensor forward_relu(const Tensor& x);
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;

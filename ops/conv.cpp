@@ -12,10 +12,40 @@
 // MINIDL_PROFILE show it). The weight and its gradient are always [O, C, KH, KW] contiguous.
 #include "core/dispatch.h"
 #include "core/memory_format.h"
+#include "ops/conv_stages.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
 
 namespace minidl {
+
+Tensor conv2d_forward_stage(Tensor& x, const Tensor& w, const Shape& y_shape, const Conv2dParams& p, bool nhwc) {
+  Tensor y = empty_in_format(y_shape, x.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+  if (!nhwc || !dispatch_channels_last(keys::conv2d, x.device(), x, w, y, p)) {
+    x = x.contiguous();
+    Tensor yk = nhwc ? empty(y_shape, x.options()) : y;
+    dispatch(keys::conv2d, x.device(), x, w, yk, p);
+    if (nhwc) copy_(y, yk);
+  }
+  return y;
+}
+
+Tensor conv2d_input_grad_stage(const Tensor& g, const Tensor& w, const Shape& x_shape, const Conv2dParams& p,
+                               bool nhwc) {
+  Tensor grad_x = empty_in_format(x_shape, g.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
+  if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_input, g.device(), g, w, grad_x, p)) {
+    grad_x = empty(x_shape, g.options());
+    dispatch(keys::conv2d_backward_input, g.device(), g.contiguous(), w, grad_x, p);
+  }
+  return grad_x;
+}
+
+Tensor conv2d_weight_grad_stage(const Tensor& x, const Tensor& g, const Shape& w_shape, const Conv2dParams& p,
+                                bool nhwc) {
+  Tensor grad_w = empty(w_shape, g.options());
+  if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_weight, g.device(), x, g, grad_w, p))
+    dispatch(keys::conv2d_backward_weight, g.device(), x.contiguous(), g.contiguous(), grad_w, p);
+  return grad_w;
+}
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
   check_floating("conv2d", x);
@@ -37,13 +67,7 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
   const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last;
   const Tensor wc = w.detach().contiguous();
   Tensor xk = x.detach();  // x as the forward kernel read it: saved for the weight gradient
-  Tensor y = empty_in_format(y_shape, x.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
-  if (!nhwc || !dispatch_channels_last(keys::conv2d, x.device(), xk, wc, y, p)) {
-    xk = xk.contiguous();
-    Tensor yk = nhwc ? empty(y_shape, x.options()) : y;
-    dispatch(keys::conv2d, x.device(), xk, wc, yk, p);
-    if (nhwc) copy_(y, yk);
-  }
+  Tensor y = conv2d_forward_stage(xk, wc, y_shape, p, nhwc);
   // The bias broadcast over [N, O, OH*OW] rather than [N, O, OH, OW]: the same sum, in far fewer and
   // longer rows for the elementwise kernels (channels-last: add keeps the format, in one dense pass).
   if (bias.defined())
@@ -60,18 +84,8 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
          p, nhwc, need_x, need_w, need_b](const Tensor& g) {
           const Tensor gk = copy_in_format(g, nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
           Tensor grad_x, grad_w, grad_b;
-          if (need_x) {
-            grad_x = empty_in_format(x_shape, gk.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
-            if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_input, gk.device(), gk, saved_w, grad_x, p)) {
-              grad_x = empty(x_shape, gk.options());
-              dispatch(keys::conv2d_backward_input, gk.device(), gk.contiguous(), saved_w, grad_x, p);
-            }
-          }
-          if (need_w) {
-            grad_w = empty(w_shape, gk.options());
-            if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_weight, gk.device(), saved_x, gk, grad_w, p))
-              dispatch(keys::conv2d_backward_weight, gk.device(), saved_x.contiguous(), gk.contiguous(), grad_w, p);
-          }
+          if (need_x) grad_x = conv2d_input_grad_stage(gk, saved_w, x_shape, p, nhwc);
+          if (need_w) grad_w = conv2d_weight_grad_stage(saved_x, gk, w_shape, p, nhwc);
           if (need_b) {
             // Each (n, o) plane summed first (contiguous rows), then the planes over n; channels-last: the
             // rows [N*OH*OW, O] summed over the rows.

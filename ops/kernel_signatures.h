@@ -188,6 +188,15 @@ namespace keys {
 inline const KernelKey<Conv2dBackwardWeightKernel> conv2d_backward_weight{"conv2d.backward_weight"};
 }  // namespace keys
 
+// Key "conv2d_bias_relu" (a fused forward): y = relu(conv(x, w) + bias[o]), bias [O]; x, y as for "conv2d".
+// The backward needs no key of its own: bias_relu.backward (from y) then conv2d's two backward stages.
+// Its kernels may decline any call: the front end (ops/conv_bias_relu.cpp) then runs conv2d and bias_relu.
+using Conv2dBiasReluKernel = bool(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                                  const Conv2dParams& p);
+namespace keys {
+inline const KernelKey<Conv2dBiasReluKernel> conv2d_bias_relu{"conv2d_bias_relu"};
+}  // namespace keys
+
 struct Pool2dParams {
   int kernel_h = 2, kernel_w = 2;
   int stride_h = 2, stride_w = 2;

@@ -159,6 +159,10 @@ Tensor lstm_sequence(const Tensor& x, const std::vector<Tensor>& params, int num
 // together) instead of relu's backward and a sum. nn's Sequential runs a Linear or Conv2d followed by
 // a ReLU through it (the fusion pass, nn/fuse_relu.h).
 Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim = 1);
+// relu(conv2d(x, w, bias, p)), the bias add and the ReLU in the convolution's own call where a fused
+// kernel serves it (cuDNN's graph API on a GPU), else conv2d then bias_relu (ops/conv_bias_relu.cpp).
+// nn's Sequential runs a Conv2d with a bias followed by a ReLU through it.
+Tensor conv2d_bias_relu(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
 // relu(batch_norm(...)) with the same arguments. In training, one fused kernel forward (the ReLU applied
 // as the normalised values are written) and one backward (the ReLU's mask applied as the gradient is
 // read), and one saved activation instead of two; in evaluation, batch_norm then relu.

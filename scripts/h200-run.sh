@@ -74,6 +74,11 @@
 #                    against the build in $OLD (default build-old): the [cuda][conv2d] tests and memcheck over the
 #                    rule's, the MNIST step (CUDA graph, batch 64 and 1024) and the FP32 captcha step (CUDA graph,
 #                    NCHW), then the captcha step (CUDA graph, channels-last) under TF32 and BF16, alternated twice
+#   fused26          issue 26, round 8: conv2d_bias_relu (cuDNN's conv + bias + ReLU in one plan,
+#                    cuda/conv_bias_relu_cudnn_graph.cu): the [cuda][conv2d] and [cuda][nn] tests and memcheck
+#                    over the fused kernel's, the fused kernel against conv2d's at MNIST's convolutions, the MNIST
+#                    step (CUDA graph, batch 64 and 1024) fused and unfused (--kernel conv2d=by_shape: the default
+#                    convolution selected, which turns the fusion off), alternated twice, and a default MNIST training
 #   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
 #                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: seeds 2 and 3 of the
 #                    defaults, round 6's defaults lr 1e-3 with dropout 0.25, and lr 3e-3) timed from start to saved
@@ -503,6 +508,33 @@ for s in "${steps[@]}"; do
       run fu26_bias_relu 60 "$bin/minidl" bench --device cuda --op bias_relu --budget 0.2 --shape bias_relu:64x32x676 \
         --shape bias_relu:64x64x576 --shape bias_relu:1024x64x576
       grep -h "^bias_relu\|^  [a-z]" "$out/fu26_bias_relu.log" | sed "s/^/fu26_bias_relu: /" | tee -a "$out/summary.log" ;;
+    fused26)  # issue 26, round 8: conv2d_bias_relu, fused against unfused in one binary
+      tests_and_memcheck fused26 "[cuda][conv2d],[cuda][nn]" \
+        "cuda conv2d_bias_relu*,cuda Sequential fuses*,[cuda][conv2d][memory_format]"
+      mnist_convs=()
+      for shape in 64x1x28x28,32x1x3x3,s1p0 64x32x26x26,64x32x3x3,s1p0 1024x1x28x28,32x1x3x3,s1p0 \
+        1024x32x26x26,64x32x3x3,s1p0; do
+        mnist_convs+=(--shape "conv2d_bias_relu:$shape" --shape "conv2d:$shape")
+      done
+      run fused26_kernels 120 "$bin/minidl" bench --device cuda --op conv2d_bias_relu --op conv2d --budget 0.2 \
+        "${mnist_convs[@]}"
+      grep -h "^conv2d\|^  [a-z]" "$out/fused26_kernels.log" | grep -v "ragged\|^  columns" | \
+        sed "s/^/fused26_kernels: /" | tee -a "$out/summary.log"
+      for r in 1 2; do
+        for side in unfused fused; do
+          sel=(); [ $side = unfused ] && sel=(--kernel conv2d=by_shape)
+          for batch in 64 1024; do
+            run "fused26_mnist_b${batch}_${side}_$r" 40 "$bin/mnist" bench --device cuda --batch $batch --cuda-graph \
+              "${sel[@]}"
+          done
+        done
+      done
+      for f in "$out"/fused26_mnist_*.log; do
+        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
+      done
+      run fused26_train 120 "$bin/mnist" train --device cuda --data "$data"
+      grep -h "test accuracy\|accuracy" "$out/fused26_train.log" | tail -3 | sed "s/^/fused26_train: /" | \
+        tee -a "$out/summary.log" ;;
     acc26)  # issue 26, round 7: captcha training variants against the 99.7%-in-70-s target
       IFS=';' read -r -a variants <<<"${ACC26:---seed 2;--seed 3;--lr 1e-3 --dropout 0.25;--lr 3e-3}"
       i=0

@@ -1,4 +1,4 @@
-// tools/bench/cases_dense.cpp — bench cases of matmul, the three conv2d stages and pooling.
+// tools/bench/cases_dense.cpp — bench cases of matmul, the three conv2d stages, conv2d_bias_relu and pooling.
 //
 // Shape syntax:
 //   matmul      MxNxK[,ta][,tb][,bB]   out [B, M, N] = op(a) op(b), op(a) [M, K], op(b) [K, N]; ta / tb
@@ -9,6 +9,7 @@
 //                                      p padding, each N or HxW (s2x1); default s1p0; nhwc: the
 //                                      kernels declared to take channels-last activations (x, y and
 //                                      their gradients) get them so, the others NCHW copies
+//   conv2d_bias_relu  as conv2d (the forward, with a bias in [-0.5, 0.5] and the ReLU)
 //   max_pool2d, avg_pool2d  NxCxHxW,kK[sS][pP]   window K, stride S (default K), padding P (default 0),
 //                                      each N or HxW (k2x1)
 // FLOP models:
@@ -136,7 +137,17 @@ BenchCase conv_case(const std::string& key, const std::string& spec, Device d) {
   BenchCase c;
   c.flops = 2.0 * xs[0] * ws[0] * oh * ow * ws[1] * ws[2] * ws[3];
   c.bytes = x_bytes + w_bytes + y_bytes;  // each stage reads two of the three and writes the third
-  if (key == "conv2d") {
+  if (key == "conv2d_bias_relu") {
+    Tensor x = uniform_input(xs, -1, 1, d), w = uniform_input(ws, -1, 1, d), y = output(ys, d);
+    Tensor b = uniform_input({ws[0]}, -0.5, 0.5, d);
+    Tensor x_cl = channels_last(x), y_cl = channels_last(y);
+    c.bytes += ws[0] * kFloatBytes;
+    c.run = [=](const KernelInfo& k) mutable {
+      return use_nhwc(k) ? call_as<Conv2dBiasReluKernel>(k, x_cl, w, b, y_cl, p)
+                         : call_as<Conv2dBiasReluKernel>(k, x, w, b, y, p);
+    };
+    c.outputs = [=] { return std::vector<Tensor>{*last_call_nhwc ? y_cl : y}; };
+  } else if (key == "conv2d") {
     Tensor x = uniform_input(xs, -1, 1, d), w = uniform_input(ws, -1, 1, d), y = output(ys, d);
     Tensor x_cl = channels_last(x), y_cl = channels_last(y);
     c.run = [=](const KernelInfo& k) mutable {
@@ -258,6 +269,15 @@ void add_dense_cases(std::vector<CaseFamily>& families) {
                        {"64x32x26x26,64x32x3x3", "MNIST conv2"},
                        {"128x128x8x24,256x128x3x3,s1p1", "captcha block-4 first conv"},
                        {"128x64x32x32,128x64x3x3,s1p1", "large"}},
+                      [](const std::string& key, const std::string& spec) { return read_conv(key, spec).bytes; },
+                      conv_case});
+  families.push_back({MINIDL_BENCH_KEYS(Conv2dBiasReluKernel, {"conv2d_bias_relu"}),
+                      kConvSyntax,
+                      "relu(conv(x, w) + bias): x [N, C, H, W], w [O, C, KH, KW]; s stride, p padding",
+                      "2x3x7x6,4x3x3x2,s2x1p1",
+                      {{"64x1x28x28,32x1x3x3", "MNIST conv1 + ReLU"},
+                       {"64x32x26x26,64x32x3x3", "MNIST conv2 + ReLU"},
+                       {"1024x32x26x26,64x32x3x3", "MNIST conv2 + ReLU at batch 1024"}},
                       [](const std::string& key, const std::string& spec) { return read_conv(key, spec).bytes; },
                       conv_case});
   families.push_back({concat(MINIDL_BENCH_KEYS(Pool2dKernel, {"max_pool2d", "avg_pool2d"}),

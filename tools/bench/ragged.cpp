@@ -22,6 +22,7 @@ const std::map<std::string, std::string>& ragged_shapes() {
   static const std::map<std::string, std::string> shapes = {
       {"matmul", "37x53x29"},  // M, N, K: 2 tiles of 16 and 5 rows, 3 and 5, 1 and 13
       {"conv2d", "3x5x17x19,7x5x3x3,s1p1"},
+      {"conv2d_bias_relu", "3x5x17x19,7x5x3x3,s1p1"},
       {"max_pool2d", "3x5x17x19,k3s2p1"},
       {"avg_pool2d", "3x5x17x19,k3s2p1"},
       // Elementwise: 1961 elements, not a multiple of any vector width or block.
