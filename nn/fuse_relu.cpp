@@ -55,6 +55,15 @@ Tensor fused_relu_forward(Module& layer, const Module& next, const Tensor& x) {
   return forward_then_relu(layer, x);
 }
 
+Tensor fused_relu_max_pool_forward(Module& layer, const Module& relu, const Module& pool, const Tensor& x) {
+  if (!relu_fusion() || !is_exactly<ReLU>(relu) || !is_exactly<MaxPool2d>(pool)) return Tensor();
+  Conv2d* c = exactly<Conv2d>(layer);
+  if (c == nullptr || !c->bias.defined() ||
+      !has_fused_kernels(keys::bias_relu, keys::bias_relu_backward, x.device().type))
+    return Tensor();
+  return c->forward_relu_max_pool(x, static_cast<const MaxPool2d&>(pool).params);
+}
+
 bool has_fused_kernels(const KernelKeyBase& forward, const KernelKeyBase& backward, DeviceType device) {
   KernelRegistry& registry = KernelRegistry::instance();
   return !registry.candidates(forward, device).empty() && !registry.candidates(backward, device).empty();

@@ -12,6 +12,9 @@
 //                                  convolution's own call (cuDNN's graph API), else runs these two
 //   BatchNorm1d or BatchNorm2d     batch_norm_relu: the ReLU applied as the normalised values are
 //                                  written (in training; in evaluation, batch_norm then relu)
+// And a Conv2d with a bias, its ReLU and a MaxPool2d after them: conv2d_bias_relu_max_pool2d, whose one
+// backward applies the ReLU's mask and sums the bias gradient on the pooled grid (a quarter of the
+// activation for 2x2 windows) before the pool's scatter (ops/conv_bias_relu.cpp says why that is exact).
 // Only exactly these classes and exactly ReLU, not subclasses: a subclass may override forward, which
 // fusing would skip. A pair runs fused only where the device has kernels for both stages of its fused
 // key (keys::bias_relu and keys::bias_relu_backward, keys::batch_norm_relu and its backward); elsewhere
@@ -22,7 +25,8 @@
 // default; MINIDL_FUSE_RELU=0 (core/settings.h, read once per process, at first use) or
 // set_relu_fusion(false) turns it off, to compare or to profile the unfused ops.
 //
-// Sequential::forward (nn/layers.cpp) asks fused_relu_forward for each layer that has a module after it.
+// Sequential::forward (nn/layers.cpp) asks fused_relu_max_pool_forward for each layer that has two modules
+// after it, and fused_relu_forward for each that has one.
 #pragma once
 #include "core/kernel_key.h"
 #include "core/tensor.h"
@@ -34,6 +38,11 @@ namespace minidl {
 // has a fused form on x's device (see the top of this file); otherwise an undefined Tensor, and the
 // caller runs `layer` and `next` as usual.
 Tensor fused_relu_forward(Module& layer, const Module& next, const Tensor& x);
+
+// pool(relu(layer(x))) computed by one fused op, when `layer` is exactly a Conv2d with a bias, `relu`
+// exactly a ReLU and `pool` exactly a MaxPool2d, the pass is on and x's device has bias_relu's kernels;
+// otherwise an undefined Tensor (the caller then tries fused_relu_forward for the first two).
+Tensor fused_relu_max_pool_forward(Module& layer, const Module& relu, const Module& pool, const Tensor& x);
 
 // Whether `device` has kernels for both stages of a fused op: has_fused_kernels(keys::bias_relu,
 // keys::bias_relu_backward, DeviceType::cuda). The pass runs a pair apart on a device without them.

@@ -61,14 +61,20 @@ Tensor Conv2d::forward(const Tensor& x) {
   return conv2d(x, weight, bias, stride, padding);
 }
 
-Tensor Conv2d::forward_relu(const Tensor& x) {
-  MINIDL_CHECK(bias.defined(), describe(), ": forward_relu needs a bias (it fuses the bias add with the ReLU)");
+Conv2dParams Conv2d::params_for(const Tensor& x, const char* caller) const {
+  MINIDL_CHECK(bias.defined(), describe(), ": ", caller, " needs a bias (it fuses the bias add with the ReLU)");
   MINIDL_CHECK(x.dim() == 4 && x.size(1) == in_channels, describe(), ": expected input [N, ", in_channels,
                ", H, W], got ", shape_str(x.shape()));
   Conv2dParams p;
   p.stride_h = p.stride_w = stride;
   p.pad_h = p.pad_w = padding;
-  return conv2d_bias_relu(x, weight, bias, p);
+  return p;
+}
+
+Tensor Conv2d::forward_relu(const Tensor& x) { return conv2d_bias_relu(x, weight, bias, params_for(x, "forward_relu")); }
+
+Tensor Conv2d::forward_relu_max_pool(const Tensor& x, const Pool2dParams& pool) {
+  return conv2d_bias_relu_max_pool2d(x, weight, bias, params_for(x, "forward_relu_max_pool"), pool);
 }
 
 std::string Conv2d::describe() const {
@@ -173,13 +179,21 @@ Module& Sequential::operator[](size_t i) const {
   return *children()[i].second;
 }
 
-// Runs the modules in order; where a module's output goes straight into a ReLU, the ReLU fusion pass
-// (nn/fuse_relu.h) may compute both as one fused op.
+// Runs the modules in order; where a module's output goes straight into a ReLU (and a max pool), the ReLU
+// fusion pass (nn/fuse_relu.h) may compute them as one fused op.
 Tensor Sequential::forward(const Tensor& x) {
   const auto& list = children();
   Tensor y = x;
   for (size_t i = 0; i < list.size(); ++i) {
     Module& layer = *list[i].second;
+    if (i + 2 < list.size()) {
+      Tensor fused = fused_relu_max_pool_forward(layer, *list[i + 1].second, *list[i + 2].second, y);
+      if (fused.defined()) {
+        y = fused;
+        i += 2;  // the ReLU and the pool are done
+        continue;
+      }
+    }
     if (i + 1 < list.size()) {
       Tensor fused = fused_relu_forward(layer, *list[i + 1].second, y);
       if (fused.defined()) {

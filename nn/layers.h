@@ -55,12 +55,19 @@ class Conv2d : public Module {
   // relu(forward(x)) with the bias add and the ReLU fused (conv2d_bias_relu: in the convolution's call
   // where a fused kernel serves it, else bias_relu after it); needs a bias.
   Tensor forward_relu(const Tensor& x);
+  // pool(relu(forward(x))) for a MaxPool2d `pool`: forward_relu's fused call, then the pool, with one
+  // backward for the three (conv2d_bias_relu_max_pool2d); needs a bias.
+  Tensor forward_relu_max_pool(const Tensor& x, const Pool2dParams& pool);
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;
 
   int64_t in_channels, out_channels;
   int kernel_size, stride, padding;
   Tensor weight, bias;
+
+ private:
+  // The convolution's parameters, after checking the bias and x for `caller` (forward_relu...).
+  Conv2dParams params_for(const Tensor& x, const char* caller) const;
 };
 
 class MaxPool2d : public Module {

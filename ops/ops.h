@@ -163,6 +163,11 @@ Tensor bias_relu(const Tensor& y, const Tensor& bias, int dim = 1);
 // kernel serves it (cuDNN's graph API on a GPU), else conv2d then bias_relu (ops/conv_bias_relu.cpp).
 // nn's Sequential runs a Conv2d with a bias followed by a ReLU through it.
 Tensor conv2d_bias_relu(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p);
+// max_pool2d(relu(conv2d(x, w, bias, p)), pool): conv2d_bias_relu then max_pool2d, with one backward that
+// applies the ReLU's mask and sums the bias gradient on the pooled grid, before the pool's scatter
+// (ops/conv_bias_relu.cpp says why that is exact). nn's Sequential runs Conv2d, ReLU, MaxPool2d through it.
+Tensor conv2d_bias_relu_max_pool2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
+                                   const Pool2dParams& pool);
 // relu(batch_norm(...)) with the same arguments. In training, one fused kernel forward (the ReLU applied
 // as the normalised values are written) and one backward (the ReLU's mask applied as the gradient is
 // read), and one saved activation instead of two; in evaluation, batch_norm then relu.

@@ -17,6 +17,7 @@
 #include "core/memory_format.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
+#include "ops/pool_stages.h"
 
 namespace minidl {
 
@@ -54,22 +55,29 @@ std::pair<Tensor, Tensor> pool_forward(const KernelKey<Pool2dKernel>& key, const
 
 }  // namespace
 
+std::pair<Tensor, Tensor> max_pool2d_forward_stage(const Tensor& x, Tensor& y, const Pool2dParams& p) {
+  return pool_forward(keys::max_pool2d, x, y, p);
+}
+
+Tensor max_pool2d_input_grad_stage(const Tensor& x, const Tensor& y, const Tensor& g, const Pool2dParams& p) {
+  if (is_nhwc(x) && is_nhwc(y)) {
+    Tensor grad_x = empty_channels_last(x.shape(), g.options());
+    const Tensor gk = copy_in_format(g, MemoryFormat::channels_last);
+    if (dispatch_channels_last(keys::max_pool2d_backward, x.device(), x, y, gk, grad_x, p)) return grad_x;
+  }
+  Tensor grad_x = empty(x.shape(), x.options());
+  dispatch(keys::max_pool2d_backward, x.device(), x.contiguous(), y.contiguous(), g.contiguous(), grad_x, p);
+  return grad_x;
+}
+
 Tensor max_pool2d(const Tensor& x, const Pool2dParams& p) {
   Tensor y = pooled_output("max_pool2d", x, p);
-  const std::pair<Tensor, Tensor> read_written = pool_forward(keys::max_pool2d, x.detach(), y, p);
+  const std::pair<Tensor, Tensor> read_written = max_pool2d_forward_stage(x.detach(), y, p);
   if (needs_grad({x}))
     attach_grad_fn(y, "MaxPool2dBackward", {x},
                    [xk = read_written.first, yk = read_written.second.detach(), p](const Tensor& g) {
-      if (is_nhwc(xk) && is_nhwc(yk)) {
-        Tensor grad_x = empty_channels_last(xk.shape(), g.options());
-        const Tensor gk = copy_in_format(g, MemoryFormat::channels_last);
-        if (dispatch_channels_last(keys::max_pool2d_backward, xk.device(), xk, yk, gk, grad_x, p))
-          return InputGradients{grad_x};
-      }
-      Tensor grad_x = empty(xk.shape(), xk.options());
-      dispatch(keys::max_pool2d_backward, xk.device(), xk.contiguous(), yk.contiguous(), g.contiguous(), grad_x, p);
-      return InputGradients{grad_x};
-    });
+                     return InputGradients{max_pool2d_input_grad_stage(xk, yk, g, p)};
+                   });
   return y;
 }
 

@@ -79,6 +79,10 @@
 #                    over the fused kernel's, the fused kernel against conv2d's at MNIST's convolutions, the MNIST
 #                    step (CUDA graph, batch 64 and 1024) fused and unfused (--kernel conv2d=by_shape: the default
 #                    convolution selected, which turns the fusion off), alternated twice, and a default MNIST training
+#   pool26           issue 26, round 9: conv2d_bias_relu_max_pool2d (the ReLU's mask and the bias gradient on the
+#                    pooled grid) against the build in $OLD (default build-old): the [cuda][conv2d], [cuda][nn] and
+#                    [pool] tests and memcheck over the fused ops', the MNIST step (CUDA graph, batch 64 and 1024)
+#                    and the FP32 captcha step, alternated twice, the eager MNIST step, a default MNIST training
 #   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
 #                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: seeds 2 and 3 of the
 #                    defaults, round 6's defaults lr 1e-3 with dropout 0.25, and lr 3e-3) timed from start to saved
@@ -140,6 +144,17 @@ fp32_steps() {  # fp32_steps PREFIX SUFFIX BIN [FLAG...]: the MNIST step at batc
   done
   run "${prefix}_captcha_fp32_$suffix" 60 "$b/captcha" bench --device cuda --batch 128 --precision fp32 \
     --memory-format nchw --cuda-graph "$@"
+}
+
+ab_fp32_steps() {  # ab_fp32_steps PREFIX OLD_BIN: fp32_steps by the build in OLD_BIN and by this one, alternated
+  # twice; logs PREFIX_<step>_<old|new>_<round>
+  local prefix=$1 old_bin=$2 r side b
+  for r in 1 2; do
+    for side in old new; do
+      b=$bin; [ $side = old ] && b=$old_bin
+      fp32_steps "$prefix" "${side}_$r" "$b"
+    done
+  done
 }
 
 tests_and_memcheck() {  # tests_and_memcheck PREFIX TESTS MEMCHECK_TESTS: minidl_tests over TESTS, memcheck over
@@ -490,12 +505,7 @@ for s in "${steps[@]}"; do
     fewout26)  # issue 26, round 7: the few-outputs weight-gradient rule against the build before it ($OLD)
       old=${OLD:-build-old}/bin
       tests_and_memcheck fewout26 "[cuda][conv2d]" "cuda conv2d by_shape*"
-      for r in 1 2; do
-        for side in old new; do
-          b=$bin; [ $side = old ] && b=$old
-          fp32_steps f26 "${side}_$r" "$b"
-        done
-      done
+      ab_fp32_steps f26 "$old"
       ab_summary f26
       ab_captcha_steps f26c "$old"  # channels-last under TF32 and BF16: the rule should leave them alone
       ab_summary f26c ;;
@@ -535,6 +545,17 @@ for s in "${steps[@]}"; do
       run fused26_train 120 "$bin/mnist" train --device cuda --data "$data"
       grep -h "test accuracy\|accuracy" "$out/fused26_train.log" | tail -3 | sed "s/^/fused26_train: /" | \
         tee -a "$out/summary.log" ;;
+    pool26)  # issue 26, round 9: the pooled backward of Conv2d, ReLU, MaxPool2d against the build before it ($OLD)
+      old=${OLD:-build-old}/bin
+      tests_and_memcheck pool26 "[cuda][conv2d],[cuda][nn],[pool]" "cuda conv2d_bias_relu*"
+      ab_fp32_steps p26 "$old"
+      for r in 1 2; do
+        run "p26_eager_b64_old_$r" 40 "$old/mnist" bench --device cuda --batch 64
+        run "p26_eager_b64_new_$r" 40 "$bin/mnist" bench --device cuda --batch 64
+      done
+      ab_summary p26
+      run p26_train 120 "$bin/mnist" train --device cuda --data "$data"
+      grep -h "final test accuracy" "$out/p26_train.log" | sed "s/^/p26_train: /" | tee -a "$out/summary.log" ;;
     acc26)  # issue 26, round 7: captcha training variants against the 99.7%-in-70-s target
       IFS=';' read -r -a variants <<<"${ACC26:---seed 2;--seed 3;--lr 1e-3 --dropout 0.25;--lr 3e-3}"
       i=0

@@ -12,6 +12,7 @@
 #include "core/precision.h"
 #include "core/random.h"
 #include "ops/op_checks.h"
+#include "nn/layers.h"
 #include "ops/ops.h"
 #include "tests/test_util.h"
 
@@ -53,6 +54,14 @@ std::string compare_all(const Result& got, const Result& ref, double rtol, doubl
     if (!diff.empty()) return std::string(name) + ": " + diff;
   }
   return "";
+}
+
+Pool2dParams pool_params(int kernel, int stride, int pad) {
+  Pool2dParams q;
+  q.kernel_h = q.kernel_w = kernel;
+  q.stride_h = q.stride_w = stride;
+  q.pad_h = q.pad_w = pad;
+  return q;
 }
 
 // A kernel above the reference level that counts its calls and declines them.
@@ -211,4 +220,106 @@ TEST_CASE("cuda conv2d_bias_relu: outputs and gradients match the CPU, fused or 
     CHECK(got.out.device() == gpu);
     CHECK(compare_all(got, ref, 1e-4, 1e-4) == "");
   }
+}
+
+// ------------------------------------------------------------------------------ then max pooling
+
+// The pooled backward must give the unfused one's dL/dz exactly, so x's and w's gradients are the same bits;
+// only the bias gradient sums in another order. Windows of 2x2 (disjoint), 3x3 stride 2 with padding and
+// 2x2 stride 1 (overlapping: maxima shared by several windows), on odd sizes that leave rows unpooled.
+TEST_CASE("conv2d_bias_relu_max_pool2d equals max_pool2d(conv2d_bias_relu(...)): the same bits but the bias gradient",
+          "[conv2d][pool][autograd]") {
+  manual_seed(86);
+  const Conv2dParams p = params(1, 1);
+  for (const MemoryFormat format : {MemoryFormat::contiguous, MemoryFormat::channels_last})
+    for (const Pool2dParams& q : {pool_params(2, 2, 0), pool_params(3, 2, 1), pool_params(2, 1, 0)}) {
+      INFO((format == MemoryFormat::channels_last ? "channels-last" : "NCHW")
+           << " pool k" << q.kernel_h << "s" << q.stride_h << "p" << q.pad_h);
+      const Tensor x = copy_in_format(uniform({3, 2, 9, 7}, -1, 1), format);
+      const Tensor w = uniform({4, 2, 3, 3}, -1, 1), b = uniform({4}, -0.5, 0.5);
+      const Shape out_shape = pool2d_output_shape("test", conv2d_output_shape(x.shape(), w.shape(), p), q);
+      const Tensor g = uniform(out_shape, -1, 1);
+      const Result ref = run([&](const Tensor& a, const Tensor& k, const Tensor& bias) {
+        return max_pool2d(conv2d_bias_relu(a, k, bias, p), q);
+      }, x, w, b, g);
+      const Result got = run([&](const Tensor& a, const Tensor& k, const Tensor& bias) {
+        return conv2d_bias_relu_max_pool2d(a, k, bias, p, q);
+      }, x, w, b, g);
+      // Both sides of the mask are exercised: some pooled outputs are zero, some are not.
+      const double positive = sum(gt(ref.out, zeros_like(ref.out))).item<double>();
+      CHECK(positive > 0);
+      CHECK(positive < static_cast<double>(ref.out.numel()));
+      CHECK(got.out.shape() == out_shape);
+      CHECK(suggest_memory_format(got.out) == format);
+      CHECK(compare(got.out, ref.out, 0, 0) == "");
+      CHECK(compare(got.gx, ref.gx, 0, 0) == "");
+      CHECK(compare(got.gw, ref.gw, 0, 0) == "");
+      CHECK(compare(got.gb, ref.gb, 1e-12, 1e-12) == "");
+    }
+}
+
+TEST_CASE("conv2d_bias_relu_max_pool2d: finite-difference gradients in float64", "[conv2d][pool][gradcheck]") {
+  manual_seed(87);
+  Tensor x = uniform({2, 2, 7, 6}, -1, 1), w = uniform({3, 2, 3, 3}, -1, 1), b = uniform({3}, -0.5, 0.5);
+  for (Tensor* t : {&x, &w, &b}) t->requires_grad_();
+  const Conv2dParams p = params(1, 0);
+  for (const Pool2dParams& q : {pool_params(2, 2, 0), pool_params(3, 2, 1)}) {
+    INFO("pool k" << q.kernel_h << "s" << q.stride_h << "p" << q.pad_h);
+    CHECK(gradcheck([&](const std::vector<Tensor>& in) { return conv2d_bias_relu_max_pool2d(in[0], in[1], in[2], p, q); },
+                    {x, w, b}) == "");
+  }
+}
+
+TEST_CASE("Sequential runs Conv2d, ReLU, MaxPool2d as conv2d_bias_relu_max_pool2d, with the unfused results",
+          "[nn][conv2d][pool]") {
+  manual_seed(88);
+  Sequential net;
+  net.push_back(std::make_shared<Conv2d>(2, 3, 3, 1, 1));
+  net.push_back(std::make_shared<ReLU>());
+  net.push_back(std::make_shared<MaxPool2d>(2));
+  const Tensor x = uniform({2, 2, 8, 8}, -1, 1, DType::float32);
+  auto forward_backward = [&](bool fuse) {
+    set_relu_fusion(fuse);
+    net.zero_grad();
+    const Tensor out = net(x);
+    set_relu_fusion(true);
+    REQUIRE(out.impl()->grad_fn != nullptr);
+    const std::string node = out.impl()->grad_fn->name;
+    sum(mul(out, out)).backward();
+    std::vector<Tensor> all{out.detach()};
+    for (const Tensor& t : net.parameters()) all.push_back(t.grad());
+    return std::make_pair(node, all);
+  };
+  const auto unfused = forward_backward(false);
+  const auto fused = forward_backward(true);
+  CHECK(unfused.first == "MaxPool2dBackward");
+  CHECK(fused.first == "Conv2dBiasReluMaxPool2dBackward");
+  REQUIRE(fused.second.size() == 3);
+  for (size_t i = 0; i < fused.second.size(); ++i) {
+    INFO("tensor " << i << " (0: the output, 1: the weight's gradient, 2: the bias's)");
+    CHECK(compare(fused.second[i], unfused.second[i], 1e-5, 1e-6) == "");
+  }
+}
+
+TEST_CASE("cuda conv2d_bias_relu_max_pool2d: outputs and gradients match the CPU", "[cuda][conv2d][pool][autograd]") {
+  if (!have_gpu()) return;
+  manual_seed(89);
+  const Device gpu = Device::cuda(0);
+  const Conv2dParams p = params(1, 0);
+  for (const bool nhwc : {false, true})
+    for (const Pool2dParams& q : {pool_params(2, 2, 0), pool_params(3, 2, 1)}) {
+      INFO((nhwc ? "channels-last" : "NCHW") << " pool k" << q.kernel_h << "s" << q.stride_h << "p" << q.pad_h);
+      const Tensor x = uniform({4, 6, 13, 12}, -1, 1, DType::float32), w = uniform({8, 6, 3, 3}, -0.3, 0.3, DType::float32);
+      const Tensor b = uniform({8}, -0.5, 0.5, DType::float32);
+      const Shape out_shape = pool2d_output_shape("test", conv2d_output_shape(x.shape(), w.shape(), p), q);
+      const Tensor g = uniform(out_shape, -1, 1, DType::float32);
+      auto fused = [&](const Tensor& a, const Tensor& k, const Tensor& bias) {
+        return conv2d_bias_relu_max_pool2d(a, k, bias, p, q);
+      };
+      const Result ref = run(fused, x, w, b, g);
+      const MemoryFormat format = nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous;
+      const Result got = run(fused, copy_in_format(x.to(gpu), format), w.to(gpu), b.to(gpu), g.to(gpu));
+      CHECK(got.out.device() == gpu);
+      CHECK(compare_all(got, ref, 1e-4, 1e-4) == "");
+    }
 }
