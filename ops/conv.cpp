@@ -47,22 +47,28 @@ Tensor conv2d_weight_grad_stage(const Tensor& x, const Tensor& g, const Shape& w
   return grad_w;
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
-  check_floating("conv2d", x);
-  check_floating("conv2d", w);
-  check_same_device("conv2d", {x, w, bias});
-  check_same_dtype("conv2d", {x, w, bias});
-  check_dim("conv2d", x, 4, "[N, C, H, W] for the input");
-  check_dim("conv2d", w, 4, "[O, C, KH, KW] for the weight");
+Shape conv2d_checked_output_shape(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                  const Conv2dParams& p) {
+  check_floating(op, x);
+  check_floating(op, w);
+  check_same_device(op, {x, w, bias});
+  check_same_dtype(op, {x, w, bias});
+  check_dim(op, x, 4, "[N, C, H, W] for the input");
+  check_dim(op, w, 4, "[O, C, KH, KW] for the weight");
   // Sizes of at least 1, the same channels, strides of at least 1, padding of at least 0, the kernel
   // within the padded input (ops/op_checks.h).
   const Shape y_shape = conv2d_output_shape(x.shape(), w.shape(), p);
-  const int64_t n = y_shape[0], o = y_shape[1], oh = y_shape[2], ow = y_shape[3];
   if (bias.defined()) {
-    check_floating("conv2d", bias);
-    MINIDL_CHECK(bias.dim() == 1 && bias.shape()[0] == o, "conv2d: bias of shape ", shape_str(bias.shape()),
-                 " does not match the weight ", shape_str(w.shape()), " (expected [", o, "])");
+    check_floating(op, bias);
+    MINIDL_CHECK(bias.dim() == 1 && bias.shape()[0] == y_shape[1], op, ": bias of shape ", shape_str(bias.shape()),
+                 " does not match the weight ", shape_str(w.shape()), " (expected [", y_shape[1], "])");
   }
+  return y_shape;
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
+  const Shape y_shape = conv2d_checked_output_shape("conv2d", x, w, bias, p);
+  const int64_t n = y_shape[0], o = y_shape[1], oh = y_shape[2], ow = y_shape[3];
 
   const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last;
   const Tensor wc = w.detach().contiguous();

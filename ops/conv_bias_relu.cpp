@@ -96,17 +96,7 @@ InputGradients conv_grads(const SavedConv& c, const Tensor& grad_z, const Tensor
 
 Tensor conv2d_bias_relu(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
   MINIDL_CHECK(bias.defined(), "conv2d_bias_relu: needs a bias (without one, use conv2d then relu)");
-  check_floating("conv2d_bias_relu", x);
-  check_floating("conv2d_bias_relu", w);
-  check_floating("conv2d_bias_relu", bias);
-  check_same_device("conv2d_bias_relu", {x, w, bias});
-  check_same_dtype("conv2d_bias_relu", {x, w, bias});
-  check_dim("conv2d_bias_relu", x, 4, "[N, C, H, W] for the input");
-  check_dim("conv2d_bias_relu", w, 4, "[O, C, KH, KW] for the weight");
-  const Shape y_shape = conv2d_output_shape(x.shape(), w.shape(), p);
-  const int64_t o = y_shape[1];
-  MINIDL_CHECK(bias.dim() == 1 && bias.shape()[0] == o, "conv2d_bias_relu: bias of shape ", shape_str(bias.shape()),
-               " does not match the weight ", shape_str(w.shape()), " (expected [", o, "])");
+  const Shape y_shape = conv2d_checked_output_shape("conv2d_bias_relu", x, w, bias, p);
   if (conv2d_forward_selected(x.device().type)) return bias_relu(conv2d(x, w, Tensor(), p), bias, 1);
 
   const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last;

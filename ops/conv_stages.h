@@ -1,5 +1,5 @@
-// ops/conv_stages.h — conv2d's three stages on detached tensors, in the activations' memory format: what
-// the front ends conv2d (ops/conv.cpp) and conv2d_bias_relu (ops/conv_bias_relu.cpp) share.
+// ops/conv_stages.h — conv2d's argument checks and three stages on detached tensors, in the activations'
+// memory format: what the front ends conv2d (ops/conv.cpp) and conv2d_bias_relu (ops/conv_bias_relu.cpp) share.
 //
 // Each stage first offers a channels-last call to the kernels declared to serve channels-last
 // activations (core/memory_format.h); where none does, it runs on NCHW copies and the result comes back
@@ -9,6 +9,11 @@
 #include "ops/kernel_signatures.h"
 
 namespace minidl {
+
+// Checks the arguments of a convolution front end `op` (floating tensors on one device and of one dtype,
+// x [N, C, H, W], w [O, C, KH, KW] that fits it, a bias [O] when defined) and returns y's shape.
+Shape conv2d_checked_output_shape(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias,
+                                  const Conv2dParams& p);
 
 // y = conv(x, w), channels-last when `nhwc`. `x` becomes the tensor the kernel read (an NCHW copy when no
 // channels-last kernel served it): the one to save for the weight gradient.

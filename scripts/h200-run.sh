@@ -114,10 +114,15 @@ run() {  # run NAME SECONDS COMMAND...
   tail -n 3 "$out/$name.log"
 }
 
-ab_summary() {  # ab_summary PREFIX: the mean step time of each PREFIX_*_old_* and PREFIX_*_new_* log
-  for f in "$out/$1"_*_old_*.log "$out/$1"_*_new_*.log; do
+step_means() {  # step_means LOG...: each log's name and its first "ms/step mean" line, into the summary
+  local f
+  for f in "$@"; do
     echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
   done
+}
+
+ab_summary() {  # ab_summary PREFIX: the mean step time of each PREFIX_*_old_* and PREFIX_*_new_* log
+  step_means "$out/$1"_*_old_*.log "$out/$1"_*_new_*.log
 }
 
 ab_captcha_steps() {  # ab_captcha_steps PREFIX OLD_BIN: the captcha step (CUDA graph, channels-last) under TF32 and
@@ -331,9 +336,7 @@ for s in "${steps[@]}"; do
       run i26_tests_new 200 "$bin/minidl_tests" "[memory_format],[graph],[bf16],[cuda][batch_norm],[cuda][pool],[cuda][conv2d],[ctc]"
       run i26_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 "$bin/minidl_tests" \
         "[memory_format][cuda],[graph],[bf16]"
-      for f in "$out"/i26_captcha_*.log "$out"/i26_mnist_*.log; do
-        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
-      done
+      step_means "$out"/i26_captcha_*.log "$out"/i26_mnist_*.log
       grep -h "test cases\|assertions\|ERROR SUMMARY" "$out"/i26_tests_new.log "$out"/i26_memcheck.log | tee -a "$out/summary.log"
       grep -h "bf16_wgmma\|cublas" "$out/i26_ladder_bf16.log" | tail -8 | tee -a "$out/summary.log" ;;
     profile26)  # issue 26, round 2: where the captcha step's GPU time goes, per kernel and per call shape
@@ -361,9 +364,7 @@ for s in "${steps[@]}"; do
           done
         done
       done
-      for f in "$out"/f26_captcha_*.log; do
-        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
-      done
+      step_means "$out"/f26_captcha_*.log
       MINIDL_PROFILE=1 run f26_profile_tf32_nhwc 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
         --precision tf32 --warmup 5 --steps 10 ;;
     graph26)  # issue 26, round 2: conv2d through cuDNN's graph API (cuda/conv_cudnn_graph.cu) against the classic
@@ -378,9 +379,7 @@ for s in "${steps[@]}"; do
             --precision $prec --cuda-graph --kernel "$classic"
         done
       done
-      for f in "$out"/g26_*.log; do
-        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
-      done
+      step_means "$out"/g26_*.log
       for k in graph_api classic; do
         extra=""; [ $k = classic ] && extra="--kernel $classic"
         # shellcheck disable=SC2086
@@ -499,9 +498,7 @@ for s in "${steps[@]}"; do
           fp32_steps i26 "${side}_$r" "$bin" "${sel[@]}"
         done
       done
-      for f in "$out"/i26_mnist_*.log "$out"/i26_captcha_*.log; do
-        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
-      done ;;
+      step_means "$out"/i26_mnist_*.log "$out"/i26_captcha_*.log ;;
     fewout26)  # issue 26, round 7: the few-outputs weight-gradient rule against the build before it ($OLD)
       old=${OLD:-build-old}/bin
       tests_and_memcheck fewout26 "[cuda][conv2d]" "cuda conv2d by_shape*"
@@ -539,9 +536,7 @@ for s in "${steps[@]}"; do
           done
         done
       done
-      for f in "$out"/fused26_mnist_*.log; do
-        echo "$(basename "$f" .log): $(grep -h "ms/step mean" "$f" | head -1)" | tee -a "$out/summary.log"
-      done
+      step_means "$out"/fused26_mnist_*.log
       run fused26_train 120 "$bin/mnist" train --device cuda --data "$data"
       grep -h "test accuracy\|accuracy" "$out/fused26_train.log" | tail -3 | sed "s/^/fused26_train: /" | \
         tee -a "$out/summary.log" ;;
