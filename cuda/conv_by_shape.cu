@@ -1,6 +1,6 @@
 // cuda/conv_by_shape.cu — "by_shape": the convolution kernel chosen per shape, among kernels that are
-// already registered (cuDNN and the implicit GEMM of cuda/conv_implicit_gemm.cu). No arithmetic of its
-// own: it is a rule, measured, written down where the dispatcher can use it.
+// already registered (cuDNN, the implicit GEMM of cuda/conv_implicit_gemm.cu, nchw_small_filter). No
+// arithmetic of its own: it is a rule, measured, written down where the dispatcher can use it.
 //
 // Why: the dispatch table has one default kernel per key, and cuDNN wins on almost every shape. Not on a
 // convolution with very few input channels, such as MNIST's first (1 channel, 3x3 taps): its GEMM has a
@@ -12,11 +12,15 @@
 // splits those sums over the whole GPU (split-K), where cuDNN's strict-FP32 engines do not. With sums
 // only a few times longer than the outputs (MNIST's second at batch 64) cuDNN is faster again.
 //
-// The rule: forward and backward_weight use the implicit GEMM when C * KH * KW <= kSmallReduction;
-// backward_weight also when its O * C * KH * KW outputs are at most kFewOutputs and each is a sum over
-// Nb * OH * OW >= kLongSum times as many pixels as there are outputs; everything else (and backward_input
-// always) uses cuDNN. If the chosen kernel declines a call (a dtype or a layout it does not handle), the
-// other is tried.
+// Nor on the weight gradient of a small filter (MNIST's first convolution, 9 weights per output channel):
+// there nchw_small_filter (cuda/conv_wgrad_nchw_small_filter.cu) keeps every weight's sum in registers
+// and beats both GEMMs.
+//
+// The rule: forward and backward_weight use the implicit GEMM when C * KH * KW <= kSmallReduction (where
+// backward_weight tries nchw_small_filter first; it declines channels-last tensors); backward_weight also
+// when its O * C * KH * KW outputs are at most kFewOutputs and each is a sum over Nb * OH * OW >=
+// kLongSum times as many pixels as there are outputs; everything else (and backward_input always) uses
+// cuDNN. If the chosen kernel declines a call (a dtype or a layout it does not handle), the next is tried.
 #include <string>
 
 #include "core/dispatch.h"
@@ -74,6 +78,9 @@ bool conv2d_backward_weight_by_shape(const Tensor& x, const Tensor& grad_y, Tens
       registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "implicit_gemm");
   static Conv2dBackwardWeightKernel* cudnn =
       registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "cudnn");
+  static Conv2dBackwardWeightKernel* small =
+      registered<Conv2dBackwardWeightKernel>("conv2d.backward_weight", "nchw_small_filter");
+  if (small_reduction(grad_w) && small(x, grad_y, grad_w, p)) return true;
   const bool ours = small_reduction(grad_w) || few_outputs_long_sums(grad_y, grad_w);
   return ours ? first_then(igemm, cudnn, x, grad_y, grad_w, p) : first_then(cudnn, igemm, x, grad_y, grad_w, p);
 }
@@ -84,7 +91,7 @@ void register_conv_by_shape_cuda() {
   // Priority 25: above cudnn (20), so the rule is the default; --kernel conv2d=cudnn still selects cuDNN.
   const char* what =
       "cuDNN, or implicit_gemm when C*KH*KW <= 16 (forward, backward_weight) or for a weight gradient of few "
-      "outputs and long sums: a rule per shape";
+      "outputs and long sums, nchw_small_filter first for NCHW weight gradients with C*KH*KW <= 16: a rule per shape";
   register_kernel(keys::conv2d, DeviceType::cuda, "by_shape", Priority::tuned + 5, what, conv2d_by_shape);
   register_kernel(keys::conv2d_backward_input, DeviceType::cuda, "by_shape", Priority::tuned + 5, what,
                   conv2d_backward_input_by_shape);

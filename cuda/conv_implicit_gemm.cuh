@@ -260,6 +260,7 @@ static __global__ void sum_splits_kernel(const float* __restrict__ partial, floa
   const int lane = static_cast<int>(threadIdx.y), lanes = static_cast<int>(blockDim.y);
   float acc = 0.0f;
   if (e < n)
+#pragma unroll 4  // four loads in flight (the adds keep their order)
     for (int z = lane; z < splits; z += lanes) acc += partial[static_cast<int64_t>(z) * n + e];
   lane_sums[lane][threadIdx.x] = acc;
   __syncthreads();

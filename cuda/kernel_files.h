@@ -42,6 +42,7 @@ MINIDL_KERNEL_FILE(register_conv_im2col_cuda)  // cuda/conv_im2col.cu
 MINIDL_KERNEL_FILE(register_conv_implicit_gemm_cuda)       // cuda/conv_implicit_gemm.cu
 MINIDL_KERNEL_FILE(register_conv_implicit_gemm_tf32_cuda)  // cuda/conv_implicit_gemm_tf32.cu
 MINIDL_KERNEL_FILE(register_conv_wgrad_nhwc_3x3_cuda)  // cuda/conv_wgrad_nhwc_3x3.cu (channels-last weight gradients)
+MINIDL_KERNEL_FILE(register_conv_wgrad_nchw_small_filter_cuda)  // cuda/conv_wgrad_nchw_small_filter.cu (small filters, NCHW)
 #ifdef MINIDL_WITH_CUDNN
 MINIDL_KERNEL_FILE(register_conv_cudnn_cuda)   // cuda/conv_cudnn.cu
 MINIDL_KERNEL_FILE(register_conv_cudnn_graph_cuda)  // cuda/conv_cudnn_graph.cu (channels-last, TF32/BF16)

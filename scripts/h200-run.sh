@@ -83,6 +83,10 @@
 #                    pooled grid) against the build in $OLD (default build-old): the [cuda][conv2d], [cuda][nn] and
 #                    [pool] tests and memcheck over the fused ops', the MNIST step (CUDA graph, batch 64 and 1024)
 #                    and the FP32 captcha step, alternated twice, the eager MNIST step, a default MNIST training
+#   small26          issue 26, round 10: nchw_small_filter (the NCHW weight gradient of small filters, MNIST's conv1)
+#                    against the build in $OLD (default build-old): the [cuda][conv2d] tests and memcheck over the
+#                    kernel's and by_shape's, every weight-gradient kernel at MNIST conv1 (batch 64, 1024) and an
+#                    RGB 3x3 (minidl bench), the fp32 steps and the eager MNIST step alternated twice, a training
 #   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
 #                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: seeds 2 and 3 of the
 #                    defaults, round 6's defaults lr 1e-3 with dropout 0.25, and lr 3e-3) timed from start to saved
@@ -159,6 +163,15 @@ ab_fp32_steps() {  # ab_fp32_steps PREFIX OLD_BIN: fp32_steps by the build in OL
       b=$bin; [ $side = old ] && b=$old_bin
       fp32_steps "$prefix" "${side}_$r" "$b"
     done
+  done
+}
+
+ab_eager_mnist() {  # ab_eager_mnist PREFIX OLD_BIN: the eager MNIST step at batch 64 by the build in OLD_BIN and by
+  # this one, alternated twice; logs PREFIX_eager_b64_<old|new>_<round>
+  local r
+  for r in 1 2; do
+    run "$1_eager_b64_old_$r" 40 "$2/mnist" bench --device cuda --batch 64
+    run "$1_eager_b64_new_$r" 40 "$bin/mnist" bench --device cuda --batch 64
   done
 }
 
@@ -540,14 +553,27 @@ for s in "${steps[@]}"; do
       run fused26_train 120 "$bin/mnist" train --device cuda --data "$data"
       grep -h "test accuracy\|accuracy" "$out/fused26_train.log" | tail -3 | sed "s/^/fused26_train: /" | \
         tee -a "$out/summary.log" ;;
+    small26)  # issue 26, round 10: nchw_small_filter (MNIST conv1's weight gradient) against the build before it ($OLD)
+      old=${OLD:-build-old}/bin
+      tests_and_memcheck small26 "[cuda][conv2d]" "conv2d nchw_small_filter*,cuda conv2d by_shape*"
+      small_shapes=()
+      for shape in 64x1x28x28,32x1x3x3,s1p0 1024x1x28x28,32x1x3x3,s1p0 128x3x64x192,32x3x3x3,s1p1; do
+        small_shapes+=(--shape "conv2d:$shape")
+      done
+      run small26_kernels 120 "$bin/minidl" bench --device cuda --op conv2d.backward_weight --budget 0.2 \
+        "${small_shapes[@]}"
+      grep -h "^conv2d\|^  [a-z]" "$out/small26_kernels.log" | grep -v "ragged\|^  columns" | \
+        sed "s/^/small26_kernels: /" | tee -a "$out/summary.log"
+      ab_fp32_steps s26 "$old"
+      ab_eager_mnist s26 "$old"
+      ab_summary s26
+      run s26_train 120 "$bin/mnist" train --device cuda --data "$data"
+      grep -h "final test accuracy" "$out/s26_train.log" | sed "s/^/s26_train: /" | tee -a "$out/summary.log" ;;
     pool26)  # issue 26, round 9: the pooled backward of Conv2d, ReLU, MaxPool2d against the build before it ($OLD)
       old=${OLD:-build-old}/bin
       tests_and_memcheck pool26 "[cuda][conv2d],[cuda][nn],[pool]" "cuda conv2d_bias_relu*"
       ab_fp32_steps p26 "$old"
-      for r in 1 2; do
-        run "p26_eager_b64_old_$r" 40 "$old/mnist" bench --device cuda --batch 64
-        run "p26_eager_b64_new_$r" 40 "$bin/mnist" bench --device cuda --batch 64
-      done
+      ab_eager_mnist p26 "$old"
       ab_summary p26
       run p26_train 120 "$bin/mnist" train --device cuda --data "$data"
       grep -h "final test accuracy" "$out/p26_train.log" | sed "s/^/p26_train: /" | tee -a "$out/summary.log" ;;

@@ -1,8 +1,8 @@
 // tests/test_conv_by_shape.cpp — the GPU's per-shape convolution rule (cuda/conv_by_shape.cu): it is the
-// default, and each stage gives exactly the bits of the kernel the rule names (implicit_gemm for a
-// reduction of at most 16 terms in forward and backward_weight, and for weight gradients of few outputs
-// and long sums; cuDNN otherwise). Exact equality holds because both kernels are deterministic for a
-// fixed shape: implicit_gemm always, cuDNN with --deterministic (one algorithm, chosen by heuristics). Its
+// default, and each stage gives exactly the bits of the kernel the rule names (for a reduction of at most
+// 16 terms implicit_gemm in forward and nchw_small_filter in backward_weight; implicit_gemm for weight
+// gradients of few outputs and long sums; cuDNN otherwise). Exact equality holds because the kernels are deterministic for a fixed shape:
+// ours always, cuDNN with --deterministic (one algorithm, chosen by heuristics). Its
 // numerics against the reference are covered by the all-kernels sweeps (tests/test_conv_pool.cpp,
 // tests/test_cuda_kernels_vs_cpu.cpp).
 #include <catch2/catch.hpp>
@@ -39,6 +39,18 @@ Stages run_stages(const std::string& name, const Tensor& x, const Tensor& w, con
   return s;
 }
 
+// grad_w alone, with kernel `name` selected for conv2d's weight-gradient stage on the GPU (a kernel that
+// serves only that stage: nchw_small_filter).
+Tensor run_weight_stage(const std::string& name, const Tensor& x, const Tensor& w, const Tensor& gy,
+                        const Conv2dParams& p) {
+  SelectionReset reset;
+  select_kernel("conv2d.backward_weight", DeviceType::cuda, name);
+  Tensor grad_w = empty(w.shape(), w.options());
+  dispatch<Conv2dBackwardWeightKernel>("conv2d.backward_weight", x.device(), x, gy, grad_w, p);
+  CHECK(last_kernel("conv2d.backward_weight", DeviceType::cuda) == name);
+  return grad_w;
+}
+
 }  // namespace
 
 TEST_CASE("cuda conv2d by_shape: the default, with the bits of the kernel its rule names", "[cuda][conv2d]") {
@@ -61,14 +73,15 @@ TEST_CASE("cuda conv2d by_shape: the default, with the bits of the kernel its ru
     const char* forward;  // the kernel the rule names for the forward
     const char* weight;   // and for backward_weight
   };
-  // MNIST's first convolution (1 x 3 x 3 = 9 terms) and 16 terms exactly: the implicit GEMM's in both stages.
-  // Then 2 x 3 x 3 = 18 terms and MNIST's second convolution at batches 8 and 64: cuDNN's, their weight
-  // gradients' sums (800 to 36,864 pixels) too short for their outputs (288 to 18,432). Weight gradients of
-  // few outputs and long sums are the implicit GEMM's: 288 weights over 6,400 pixels, and MNIST's second at
-  // batch 512 (18,432 weights over 294,912 pixels: 16 times, the bound). Not 19,008 weights (33 channels),
-  // though their sums are over 331,776 pixels: above the bound on outputs.
-  for (const Case& c : {Case{{8, 1, 12, 12}, {32, 1, 3, 3}, "implicit_gemm", "implicit_gemm"},
-                        Case{{8, 1, 10, 10}, {8, 1, 4, 4}, "implicit_gemm", "implicit_gemm"},
+  // MNIST's first convolution (1 x 3 x 3 = 9 terms) and 16 terms exactly: the implicit GEMM's forward, and
+  // nchw_small_filter's weight gradient. Then 2 x 3 x 3 = 18 terms and MNIST's second convolution at
+  // batches 8 and 64: cuDNN's, their weight gradients' sums (800 to 36,864 pixels) too short for their
+  // outputs (288 to 18,432). Weight gradients of few outputs and long sums are the implicit GEMM's: 288 weights (36 per
+  // output channel) over 6,400 pixels, and MNIST's second at batch 512 (18,432 weights over 294,912 pixels:
+  // 16 times, the bound). Not 19,008 weights (33 channels), though their sums are over 331,776 pixels:
+  // above the bound on outputs.
+  for (const Case& c : {Case{{8, 1, 12, 12}, {32, 1, 3, 3}, "implicit_gemm", "nchw_small_filter"},
+                        Case{{8, 1, 10, 10}, {8, 1, 4, 4}, "implicit_gemm", "nchw_small_filter"},
                         Case{{8, 2, 12, 12}, {16, 2, 3, 3}, "cudnn", "cudnn"},
                         Case{{8, 32, 12, 12}, {64, 32, 3, 3}, "cudnn", "cudnn"},
                         Case{{64, 32, 26, 26}, {64, 32, 3, 3}, "cudnn", "cudnn"},
@@ -82,10 +95,10 @@ TEST_CASE("cuda conv2d by_shape: the default, with the bits of the kernel its ru
     const Tensor gy = uniform(y_shape, -1, 1, DType::float32).to(gpu);
     const Stages rule = run_stages("by_shape", x, w, gy, p);
     const Stages forward = run_stages(c.forward, x, w, gy, p);
-    const Stages weight = run_stages(c.weight, x, w, gy, p);
+    const Tensor weight = run_weight_stage(c.weight, x, w, gy, p);
     const Stages cudnn = run_stages("cudnn", x, w, gy, p);
     CHECK(compare(rule.y, forward.y, 0, 0) == "");
-    CHECK(compare(rule.grad_w, weight.grad_w, 0, 0) == "");
+    CHECK(compare(rule.grad_w, weight, 0, 0) == "");
     CHECK(compare(rule.grad_x, cudnn.grad_x, 0, 0) == "");  // backward_input: cuDNN always
   }
 }

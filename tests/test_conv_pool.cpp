@@ -19,14 +19,7 @@ namespace {
 struct ConvCase {
   int64_t n, c, h, w, o, kh, kw;
   int sh, sw, ph, pw;
-  Conv2dParams params() const {
-    Conv2dParams p;
-    p.stride_h = sh;
-    p.stride_w = sw;
-    p.pad_h = ph;
-    p.pad_w = pw;
-    return p;
-  }
+  Conv2dParams params() const { return conv_params(sh, sw, ph, pw); }
   int64_t oh() const { return (h + 2 * ph - kh) / sh + 1; }
   int64_t ow() const { return (w + 2 * pw - kw) / sw + 1; }
 };

@@ -84,14 +84,6 @@ struct ConvCase {
   Shape x, w;
   Conv2dParams p;
 };
-Conv2dParams conv_params(int sh, int sw, int ph, int pw) {
-  Conv2dParams p;
-  p.stride_h = sh;
-  p.stride_w = sw;
-  p.pad_h = ph;
-  p.pad_w = pw;
-  return p;
-}
 // Strides 1/2/3, paddings 0/1/2, square and non-square kernels, 1 and more than 32 channels, the 1x1
 // shortcut of im2col_gemm (stride 1, no padding), a strided 1x1 that must not take it, batches that
 // make im2col_gemm's weight gradient split the batch (one sample per group, then three on a GPU of 132

@@ -95,6 +95,16 @@ inline Pool2dParams pool_params(int kh, int kw, int sh, int sw, int ph, int pw) 
   return p;
 }
 
+// Convolution parameters in one call: stride (sh, sw), padding (ph, pw).
+inline Conv2dParams conv_params(int sh, int sw, int ph, int pw) {
+  Conv2dParams p;
+  p.stride_h = sh;
+  p.stride_w = sw;
+  p.pad_h = ph;
+  p.pad_w = pw;
+  return p;
+}
+
 // Registers a kernel for the life of the object, and removes it after: tests of the sweeps and of
 // `minidl bench` add kernels of their own (one that declines, one that is wrong). Priority -100 keeps it
 // last, so it serves only when selected.
