@@ -60,24 +60,6 @@ constexpr const char* kName = "cudnn_graph";
 // The ids of the tensors in the graph; the two virtual ones never reach the variant pack.
 constexpr int64_t kIdX = 'x', kIdW = 'w', kIdB = 'b', kIdY = 'y', kIdZ = 'z', kIdZb = 'Z';
 
-// A pointwise node: y = mode(x) or, with b, y = mode(x, b) (b broadcast over its size-1 dimensions).
-std::unique_ptr<Desc> pointwise_op(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y,
-                                   std::vector<std::unique_ptr<Desc>>& keep) {
-  auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
-  pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-  pw->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
-  pw->finalize();
-  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
-  if (b != nullptr) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
-  op->finalize();
-  keep.push_back(std::move(pw));
-  return op;
-}
-
 // Builds the three-node graph for these shapes, then the fastest plan of the engines `strict` allows,
 // timed on the call's buffers; null when none builds.
 std::shared_ptr<Plan> find_plan(int device, bool nhwc, bool strict, const Shape& xs, const Shape& ws, const Shape& ys,
@@ -103,8 +85,8 @@ std::shared_ptr<Plan> find_plan(int device, bool nhwc, bool strict, const Shape&
   conv_op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, *conv);
   conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha);
   conv_op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta);
-  auto add_op = pointwise_op(CUDNN_POINTWISE_ADD, *z_desc, b_desc.get(), *zb_desc, keep);
-  auto relu_op = pointwise_op(CUDNN_POINTWISE_RELU_FWD, *zb_desc, nullptr, *y_desc, keep);
+  auto add_op = cudnn_backend::pointwise_op(CUDNN_POINTWISE_ADD, *z_desc, b_desc.get(), *zb_desc, keep);
+  auto relu_op = cudnn_backend::pointwise_op(CUDNN_POINTWISE_RELU_FWD, *zb_desc, nullptr, *y_desc, keep);
   if (!conv_op.finalize() || !add_op->ok() || !relu_op->ok()) return nullptr;
 
   const auto graph = cudnn_backend::operation_graph(handle, {conv_op.get(), add_op->get(), relu_op->get()});

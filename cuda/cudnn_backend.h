@@ -1,6 +1,6 @@
 // cuda/cudnn_backend.h — the pieces of cuDNN's graph ("backend") API that the graph kernels share:
 // cuda/conv_cudnn_graph.cu (a convolution stage) and cuda/conv_bias_relu_cudnn_graph.cu (a convolution
-// with its bias and ReLU). Plain host code.
+// with its bias and ReLU), and tools/probes/cudnn_fusion.cpp. Plain host code.
 //
 // The API in five steps: describe each tensor (dimensions, strides, a unique id) and each operation; put
 // the operations in an operation graph; ask the heuristics for engine configurations that can run it;
@@ -100,6 +100,8 @@ struct EngineNotes {
   bool known = false;          // false: the notes could not be read (treat the engine as unsafe)
   bool tensor_cores = false;   // CUDNN_NUMERICAL_NOTE_TENSOR_CORE: for float32 data, TF32 products
   bool down_converts = false;  // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS: float32 inputs cut to 16 bits
+  bool runtime_compiled = false;  // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION: built at the first plan (seconds)
+  int64_t engine = -1;            // the engine's global index (-1: unknown)
 };
 inline EngineNotes engine_notes(cudnnBackendDescriptor_t cfg) {
   EngineNotes notes;
@@ -119,7 +121,32 @@ inline EngineNotes engine_notes(cudnnBackendDescriptor_t cfg) {
     notes.tensor_cores |= list[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
     notes.down_converts |= list[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
   }
+  cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &notes.engine);
+  cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &count, behavior) == CUDNN_STATUS_SUCCESS)
+    for (int64_t i = 0; i < count; ++i) notes.runtime_compiled |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
   return notes;
+}
+
+// A pointwise operation of float32 arithmetic: y = mode(x), or y = mode(x, b) when b is given (b broadcast
+// over its size-1 dimensions). The pointwise descriptor it refers to goes into `keep`, which must outlive
+// the operation.
+inline std::unique_ptr<Desc> pointwise_op(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y,
+                                          std::vector<std::unique_ptr<Desc>>& keep) {
+  auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+  const cudnnDataType_t precision = CUDNN_DATA_FLOAT;
+  pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
+  pw->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &precision);
+  pw->finalize();
+  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw);
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+  if (b != nullptr) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+  op->finalize();
+  keep.push_back(std::move(pw));
+  return op;
 }
 
 // The operation graph of `ops` (finalized operation descriptors, in order), null when cuDNN refuses it.
@@ -131,12 +158,13 @@ inline std::unique_ptr<Desc> operation_graph(cudnnHandle_t handle, const std::ve
   return graph;
 }
 
-// The engine configurations heuristics mode A proposes for a finalized operation graph, best first
-// (empty when it proposes none). Each configuration is a descriptor of its own.
-inline std::vector<std::unique_ptr<Desc>> heuristic_configs(const Desc& graph) {
+// The engine configurations a heuristics mode (A: the kernels use it; FALLBACK: the probe adds it)
+// proposes for a finalized operation graph, best first (empty when it proposes none). Each configuration
+// is a descriptor of its own.
+inline std::vector<std::unique_ptr<Desc>> heuristic_configs(const Desc& graph,
+                                                            cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A) {
   std::vector<std::unique_ptr<Desc>> configs;
   Desc heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
   heuristics.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
   heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
   if (!heuristics.finalize()) return configs;
@@ -175,6 +203,21 @@ struct Plan {
   int64_t workspace = 0;
 };
 
+// The execution plan of engine configuration `cfg`, with its workspace in bytes; null when cuDNN cannot
+// finalize it or will not say its workspace.
+inline std::shared_ptr<Plan> build_plan(cudnnHandle_t handle, cudnnBackendDescriptor_t cfg) {
+  auto plan = std::make_shared<Plan>();
+  plan->plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
+  plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
+  if (!plan->plan->finalize()) return nullptr;
+  int64_t n = 0;
+  if (cudnnBackendGetAttribute(plan->plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
+                               &plan->workspace) != CUDNN_STATUS_SUCCESS)
+    return nullptr;
+  return plan;
+}
+
 // Builds plans from `configs` in order, skipping those `accept(notes)` refuses and those needing more than
 // `workspace_limit` bytes, up to `max_built` plans; runs each once (a warm-up) and `timed_runs` times
 // between CUDA events on the device's stream, through `run(plan, workspace)` (false: cuDNN refused it), and
@@ -192,17 +235,8 @@ std::shared_ptr<Plan> fastest_plan(cudnnHandle_t handle, int device, const std::
   int built = 0;
   for (size_t i = 0; i < configs.size() && built < max_built; ++i) {
     if (!accept(engine_notes(configs[i]->get()))) continue;
-    cudnnBackendDescriptor_t cfg = configs[i]->get();
-    auto plan = std::make_shared<Plan>();
-    plan->plan = std::make_shared<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    plan->plan->set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfg);
-    if (!plan->plan->finalize()) continue;
-    int64_t n = 0;
-    if (cudnnBackendGetAttribute(plan->plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n,
-                                 &plan->workspace) != CUDNN_STATUS_SUCCESS ||
-        plan->workspace > workspace_limit)
-      continue;
+    const std::shared_ptr<Plan> plan = build_plan(handle, configs[i]->get());
+    if (plan == nullptr || plan->workspace > workspace_limit) continue;
     Tensor workspace;
     try {
       if (plan->workspace > 0) workspace = cuda::scratch_bytes(static_cast<size_t>(plan->workspace), device);

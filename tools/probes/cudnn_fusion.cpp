@@ -33,7 +33,12 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cudnn_backend.h"
+
 namespace {
+
+using minidl::cudnn_backend::Desc;
+using minidl::cudnn_backend::EngineNotes;
 
 constexpr int kRuns = 20;
 constexpr int kMaxPlans = 24;  // plans built per graph, case and layout (runtime-compiled ones take seconds)
@@ -48,56 +53,12 @@ constexpr int64_t kWorkspaceLimit = int64_t{1} << 30;
     }                                                                                     \
   } while (0)
 
-// One backend descriptor, destroyed with its owner; ok() turns false at the first refused call.
-class Desc {
- public:
-  explicit Desc(cudnnBackendDescriptorType_t type) { ok_ = cudnnBackendCreateDescriptor(type, &d_) == CUDNN_STATUS_SUCCESS; }
-  ~Desc() {
-    if (d_ != nullptr) cudnnBackendDestroyDescriptor(d_);
-  }
-  Desc(const Desc&) = delete;
-  Desc& operator=(const Desc&) = delete;
-  cudnnBackendDescriptor_t get() const { return d_; }
-  bool ok() const { return ok_; }
-  bool set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, int64_t count, const void* values) {
-    ok_ = ok_ && cudnnBackendSetAttribute(d_, name, type, count, values) == CUDNN_STATUS_SUCCESS;
-    return ok_;
-  }
-  bool set_desc(cudnnBackendAttributeName_t name, const Desc& d) {
-    cudnnBackendDescriptor_t raw = d.get();
-    return set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-  }
-  bool finalize() {
-    ok_ = ok_ && cudnnBackendFinalize(d_) == CUDNN_STATUS_SUCCESS;
-    return ok_;
-  }
-
- private:
-  cudnnBackendDescriptor_t d_ = nullptr;
-  bool ok_ = false;
-};
-
 using Dims = std::array<int64_t, 4>;  // [N, C, H, W] (the filter: [K, C, R, S])
 
-// Strides of a [N, C, H, W] tensor stored NHWC or NCHW.
-Dims strides_of(const Dims& s, bool nhwc) {
-  if (nhwc) return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
-  return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
-}
-
+// A float32 tensor descriptor of these dimensions, stored NHWC or NCHW.
 std::unique_ptr<Desc> tensor(int64_t id, const Dims& dims, bool nhwc, bool is_virtual = false) {
-  auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
-  const Dims strides = strides_of(dims, nhwc);
-  const int64_t alignment = 16;
-  d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);
-  d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, 4, dims.data());
-  d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, 4, strides.data());
-  d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id);
-  d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
-  d->set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
-  d->finalize();
-  return d;
+  const minidl::Shape shape(dims.begin(), dims.end());
+  return minidl::cudnn_backend::tensor_desc(id, shape, minidl::cudnn_backend::strides_of(shape, nhwc), is_virtual);
 }
 
 enum class Graph { conv, bias_relu, genstats };
@@ -119,71 +80,16 @@ struct Buffers {
   int64_t workspace_bytes = 0;
 };
 
-struct Config {
-  int64_t engine = -1;
-  bool tensor_cores = false, down_converts = false, runtime_compiled = false;
-};
-
-// Reads the engine's index and notes of an engine configuration.
-Config describe(cudnnBackendDescriptor_t cfg) {
-  Config c;
-  Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
-  cudnnBackendDescriptor_t e = engine.get();
-  int64_t n = 0;
-  if (cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n, &e) !=
-      CUDNN_STATUS_SUCCESS)
-    return c;
-  cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &c.engine);
-  cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
-  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
-                               CUDNN_NUMERICAL_NOTE_TYPE_COUNT, &n, notes) == CUDNN_STATUS_SUCCESS)
-    for (int64_t i = 0; i < n; ++i) {
-      c.tensor_cores |= notes[i] == CUDNN_NUMERICAL_NOTE_TENSOR_CORE;
-      c.down_converts |= notes[i] == CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS;
-    }
-  cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
-  if (cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
-                               CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &n, behavior) == CUDNN_STATUS_SUCCESS)
-    for (int64_t i = 0; i < n; ++i) c.runtime_compiled |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-  return c;
-}
-
-// A pointwise operation: y = mode(x) or y = mode(x, b).
-std::unique_ptr<Desc> pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc& y,
-                                std::vector<std::unique_ptr<Desc>>& keep) {
-  auto pw = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
-  const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
-  pw->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode);
-  pw->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec);
-  pw->finalize();
-  auto op = std::make_unique<Desc>(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *pw);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
-  if (b != nullptr) op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
-  op->set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
-  op->finalize();
-  keep.push_back(std::move(pw));
-  return op;
-}
-
 // The operation graph of `g` on one case; null when cuDNN refuses to build it. `keep` holds the
 // descriptors the graph refers to.
 std::unique_ptr<Desc> build_graph(Graph g, const Case& c, bool nhwc, cudnnHandle_t handle,
                                   std::vector<std::unique_ptr<Desc>>& keep) {
   const Dims y_dims = {c.x[0], c.w[0], c.x[2] + 2 * c.pad - c.w[2] + 1, c.x[3] + 2 * c.pad - c.w[3] + 1};
   const Dims per_channel = {1, c.w[0], 1, 1};
-  auto conv = std::make_unique<Desc>(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR);
-  const cudnnDataType_t compute = CUDNN_DATA_FLOAT;
-  const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
-  const int64_t spatial = 2, one[2] = {1, 1}, pad[2] = {c.pad, c.pad};
-  conv->set(CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &compute);
-  conv->set(CUDNN_ATTR_CONVOLUTION_CONV_MODE, CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode);
-  conv->set(CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64, 1, &spatial);
-  conv->set(CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64, 2, one);
-  conv->set(CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, CUDNN_TYPE_INT64, 2, one);
-  conv->set(CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  conv->set(CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64, 2, pad);
-  if (!conv->finalize()) return nullptr;
+  minidl::Conv2dParams params;
+  params.pad_h = params.pad_w = static_cast<int>(c.pad);
+  auto conv = minidl::cudnn_backend::convolution_desc(params);
+  if (!conv->ok()) return nullptr;
 
   auto x = tensor(kX, c.x, nhwc);
   auto w = tensor(kW, c.w, nhwc);
@@ -204,8 +110,8 @@ std::unique_ptr<Desc> build_graph(Graph g, const Case& c, bool nhwc, cudnnHandle
     auto b = tensor(kB, per_channel, nhwc);
     auto biased = tensor(kBiased, y_dims, nhwc, true);
     auto y = tensor(kY, y_dims, nhwc);
-    auto add = pointwise(CUDNN_POINTWISE_ADD, *conv_out, b.get(), *biased, keep);
-    auto relu = pointwise(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, *y, keep);
+    auto add = minidl::cudnn_backend::pointwise_op(CUDNN_POINTWISE_ADD, *conv_out, b.get(), *biased, keep);
+    auto relu = minidl::cudnn_backend::pointwise_op(CUDNN_POINTWISE_RELU_FWD, *biased, nullptr, *y, keep);
     if (!add->ok() || !relu->ok()) return nullptr;
     ops.push_back(add->get());
     ops.push_back(relu->get());
@@ -225,41 +131,12 @@ std::unique_ptr<Desc> build_graph(Graph g, const Case& c, bool nhwc, cudnnHandle
     ops.push_back(stats->get());
     for (auto* d : {&sum, &sqsum, &stats}) keep.push_back(std::move(*d));
   }
-  auto graph = std::make_unique<Desc>(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(ops.size()),
-             ops.data());
-  graph->set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
   for (auto* d : {&conv, &x, &w, &conv_out, &conv_op}) keep.push_back(std::move(*d));
-  if (!graph->finalize()) return nullptr;
-  return graph;
+  return minidl::cudnn_backend::operation_graph(handle, ops);
 }
 
-// The engine configurations of heuristics `mode` for `graph` (each its own descriptor).
-std::vector<std::unique_ptr<Desc>> configurations(const Desc& graph, cudnnBackendHeurMode_t mode) {
-  std::vector<std::unique_ptr<Desc>> configs;
-  Desc heuristics(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
-  heuristics.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph);
-  heuristics.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode);
-  if (!heuristics.finalize()) return configs;
-  int64_t available = 0;
-  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
-                               &available, nullptr) != CUDNN_STATUS_SUCCESS || available <= 0)
-    return configs;
-  std::vector<cudnnBackendDescriptor_t> raw;
-  for (int64_t i = 0; i < available; ++i) {
-    configs.push_back(std::make_unique<Desc>(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
-    raw.push_back(configs.back()->get());
-  }
-  int64_t returned = 0;
-  if (cudnnBackendGetAttribute(heuristics.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                               available, &returned, raw.data()) != CUDNN_STATUS_SUCCESS)
-    returned = 0;
-  configs.resize(static_cast<size_t>(std::max<int64_t>(returned, 0)));
-  return configs;
-}
-
+// Runs a plan of graph `g` on the case's buffers.
 bool execute(cudnnHandle_t handle, const Desc& plan, Graph g, const Buffers& b, void* workspace) {
-  Desc pack(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
   std::vector<int64_t> ids = {kX, kW, kY};
   std::vector<void*> pointers = {b.x, b.w, b.y};
   if (g == Graph::bias_relu) ids.push_back(kB), pointers.push_back(b.b);
@@ -267,12 +144,7 @@ bool execute(cudnnHandle_t handle, const Desc& plan, Graph g, const Buffers& b, 
     ids.push_back(kSum), pointers.push_back(b.sum);
     ids.push_back(kSqSum), pointers.push_back(b.sqsum);
   }
-  pack.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, static_cast<int64_t>(ids.size()), ids.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, static_cast<int64_t>(pointers.size()),
-           pointers.data());
-  pack.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace);
-  if (!pack.finalize()) return false;
-  return cudnnBackendExecute(handle, plan.get(), pack.get()) == CUDNN_STATUS_SUCCESS;
+  return minidl::cudnn_backend::execute(handle, plan, ids, pointers, workspace);
 }
 
 std::vector<float> download(const float* d, int64_t n) {
@@ -320,9 +192,9 @@ void probe(Graph g, const Case& c, bool nhwc, cudnnHandle_t handle, const std::v
   PROBE_CUDA(cudaMemcpy(b.w, hw.data(), sizeof(float) * w_numel, cudaMemcpyHostToDevice));
   PROBE_CUDA(cudaMemcpy(b.b, hb.data(), sizeof(float) * c.w[0], cudaMemcpyHostToDevice));
 
-  std::vector<std::unique_ptr<Desc>> configs = configurations(*graph, CUDNN_HEUR_MODE_A);
+  std::vector<std::unique_ptr<Desc>> configs = minidl::cudnn_backend::heuristic_configs(*graph, CUDNN_HEUR_MODE_A);
   const size_t from_a = configs.size();
-  for (auto& cfg : configurations(*graph, CUDNN_HEUR_MODE_FALLBACK)) configs.push_back(std::move(cfg));
+  for (auto& cfg : minidl::cudnn_backend::heuristic_configs(*graph, CUDNN_HEUR_MODE_FALLBACK)) configs.push_back(std::move(cfg));
   std::printf(" %zu configurations (heuristics A %zu, fallback %zu)\n", configs.size(), from_a, configs.size() - from_a);
 
   cudaEvent_t start, stop;
@@ -332,19 +204,16 @@ void probe(Graph g, const Case& c, bool nhwc, cudnnHandle_t handle, const std::v
   std::vector<int64_t> seen;
   int built = 0;
   for (auto& cfg : configs) {
-    const Config info = describe(cfg->get());
+    const EngineNotes info = minidl::cudnn_backend::engine_notes(cfg->get());
     // Heuristics A may list an engine several times (other knobs); FALLBACK repeats A's engines.
     const bool from_fallback = static_cast<size_t>(&cfg - configs.data()) >= from_a;
     if (from_fallback && std::find(seen.begin(), seen.end(), info.engine) != seen.end()) continue;
     if (built >= kMaxPlans) break;
-    Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    cudnnBackendDescriptor_t raw = cfg->get();
-    plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-    if (!plan.finalize()) continue;
+    const std::shared_ptr<minidl::cudnn_backend::Plan> built_plan = minidl::cudnn_backend::build_plan(handle, cfg->get());
+    if (built_plan == nullptr) continue;
     seen.push_back(info.engine);
-    int64_t n = 0, workspace = 0;
-    cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace);
+    const Desc& plan = *built_plan->plan;
+    const int64_t workspace = built_plan->workspace;
     if (workspace > kWorkspaceLimit) continue;
     void* wsp = nullptr;
     if (workspace > 0) PROBE_CUDA(cudaMalloc(&wsp, static_cast<size_t>(workspace)));
@@ -431,17 +300,14 @@ std::vector<float> reference(const Case& c, bool nhwc, cudnnHandle_t handle) {
   PROBE_CUDA(cudaMemcpy(b.x, hx.data(), sizeof(float) * x_numel, cudaMemcpyHostToDevice));
   PROBE_CUDA(cudaMemcpy(b.w, hw.data(), sizeof(float) * w_numel, cudaMemcpyHostToDevice));
   std::vector<float> y;
-  std::vector<std::unique_ptr<Desc>> configs = configurations(*graph, CUDNN_HEUR_MODE_A);
-  for (auto& cfg : configurations(*graph, CUDNN_HEUR_MODE_FALLBACK)) configs.push_back(std::move(cfg));
+  std::vector<std::unique_ptr<Desc>> configs = minidl::cudnn_backend::heuristic_configs(*graph, CUDNN_HEUR_MODE_A);
+  for (auto& cfg : minidl::cudnn_backend::heuristic_configs(*graph, CUDNN_HEUR_MODE_FALLBACK)) configs.push_back(std::move(cfg));
   for (auto& cfg : configs) {
-    if (describe(cfg->get()).tensor_cores) continue;
-    Desc plan(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
-    cudnnBackendDescriptor_t raw = cfg->get();
-    plan.set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1, &handle);
-    plan.set(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &raw);
-    if (!plan.finalize()) continue;
-    int64_t n = 0, workspace = 0;
-    cudnnBackendGetAttribute(plan.get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &n, &workspace);
+    if (minidl::cudnn_backend::engine_notes(cfg->get()).tensor_cores) continue;
+    const std::shared_ptr<minidl::cudnn_backend::Plan> built_plan = minidl::cudnn_backend::build_plan(handle, cfg->get());
+    if (built_plan == nullptr) continue;
+    const Desc& plan = *built_plan->plan;
+    const int64_t workspace = built_plan->workspace;
     void* wsp = nullptr;
     if (workspace > kWorkspaceLimit) continue;
     if (workspace > 0) PROBE_CUDA(cudaMalloc(&wsp, static_cast<size_t>(workspace)));
