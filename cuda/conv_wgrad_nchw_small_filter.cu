@@ -36,7 +36,8 @@
 // Declines (the contract, below): dtypes other than float32; a tensor that is not contiguous NCHW
 // (channels-last calls go to cuda/conv_wgrad_nhwc_3x3.cu or cuDNN); more than 32 weights per output
 // channel; sizes beyond 32-bit indexing (cuda/conv_implicit_gemm.cuh, conv_shape) or more than 65,535
-// output channels (the grid's y). Output: grad_w [O, C, KH, KW] contiguous, overwritten.
+// output channels (a bound on the grid's y, O / kChannels). Output: grad_w [O, C, KH, KW] contiguous,
+// overwritten.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -197,7 +198,7 @@ bool conv2d_backward_weight_nchw_small_filter(const Tensor& x, const Tensor& gra
                                               const Conv2dParams& p) {
   ConvShape s;
   if (cuda::any_not_float32(x, grad_y, grad_w) || not_contiguous_nchw(x, grad_y, grad_w) || too_many_weights(grad_w) ||
-      !cuda::implicit_gemm::conv_shape(x, grad_w, grad_y, p, s) || s.O > 65535)  // O is the grid's y
+      !cuda::implicit_gemm::conv_shape(x, grad_w, grad_y, p, s) || s.O > 65535)  // bounds the grid's y
     return false;
   const int device = grad_w.device().index;
   cuda::set_device(device);
@@ -225,8 +226,8 @@ void register_conv_wgrad_nchw_small_filter_cuda() {
   // tries it first for the NCHW weight gradients of small filters, and --kernel selects it by name.
   using Fn = Conv2dBackwardWeightKernel;
   register_kernel(keys::conv2d_backward_weight, DeviceType::cuda, kName, Priority::tuned - 1,
-                  "NCHW weight gradient of a small filter (C*KH*KW <= 32): a block per output channel and pixel "
-                  "slice, every weight's sum in registers, float32 FMAs, fixed-order sum (deterministic)",
+                  "NCHW weight gradient of a small filter (C*KH*KW <= 32): a block per group of output channels and "
+                  "pixel slice, every weight's sum in registers, float32 FMAs, fixed-order sum (deterministic)",
                   conv2d_backward_weight_nchw_small_filter);
   declare_kernel_contract(
       keys::conv2d_backward_weight, DeviceType::cuda, kName,

@@ -44,11 +44,9 @@ Tensor gpu_grad_w(const Tensor& x, const Tensor& gy, const Shape& w, const Conv2
 
 // The kernel's registered function, called directly: true when it serves the call.
 bool kernel_serves(const Tensor& x, const Tensor& gy, Tensor& gw, const Conv2dParams& p) {
-  for (const KernelInfo* k : KernelRegistry::instance().all())
-    if (k->key == "conv2d.backward_weight" && k->device == DeviceType::cuda && k->name == kKernel)
-      return reinterpret_cast<Conv2dBackwardWeightKernel*>(k->fn)(x, gy, gw, p);
-  FAIL("kernel " << kKernel << " is not registered");
-  return false;
+  auto* kernel = cuda_kernel_function<Conv2dBackwardWeightKernel>("conv2d.backward_weight", kKernel);
+  REQUIRE(kernel != nullptr);
+  return kernel(x, gy, gw, p);
 }
 
 }  // namespace

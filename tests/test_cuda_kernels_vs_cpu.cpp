@@ -441,17 +441,6 @@ TEST_CASE("cuda conv2d kernels match the naive CPU kernels (all three stages)", 
   }
 }
 
-namespace {
-
-// The registered CUDA function of kernel `name` for `key`, to call it directly (bypassing the dispatcher).
-template <class Fn>
-Fn* cuda_kernel_function(const std::string& key, const std::string& name) {
-  for (const KernelInfo* k : KernelRegistry::instance().all())
-    if (k->key == key && k->device == DeviceType::cuda && k->name == name) return reinterpret_cast<Fn*>(k->fn);
-  return nullptr;
-}
-
-}  // namespace
 
 TEST_CASE("cuda conv2d implicit_gemm_tf32 runs only when selected or with MINIDL_TF32=1", "[cuda][conv2d]") {
   if (!have_gpu()) return;

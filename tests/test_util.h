@@ -105,6 +105,15 @@ inline Conv2dParams conv_params(int sh, int sw, int ph, int pw) {
   return p;
 }
 
+// The registered CUDA function of kernel `name` for `key`, to call it directly (bypassing the dispatcher);
+// null when there is none.
+template <class Fn>
+Fn* cuda_kernel_function(const std::string& key, const std::string& name) {
+  for (const KernelInfo* k : KernelRegistry::instance().all())
+    if (k->key == key && k->device == DeviceType::cuda && k->name == name) return reinterpret_cast<Fn*>(k->fn);
+  return nullptr;
+}
+
 // Registers a kernel for the life of the object, and removes it after: tests of the sweeps and of
 // `minidl bench` add kernels of their own (one that declines, one that is wrong). Priority -100 keeps it
 // last, so it serves only when selected.
