@@ -28,8 +28,14 @@ namespace {
 
 using cuda::kBlock;
 
-// Elements per block: 32 per thread, enough work to amortise the block's start.
-constexpr int64_t kChunk = 32 * kBlock;
+// Each thread updates kInFlight elements at a time, blockDim.x apart: it issues all their loads before
+// any arithmetic, so kInFlight memory latencies overlap instead of following one another. A block's
+// chunk is two such rounds, 8 elements a thread: small enough that a 1.2-million-element tensor is 577
+// blocks (every multiprocessor busy, several blocks each), large enough to amortise a block's start.
+// (The first version gave a block 32 elements a thread, one at a time: a tensor of that size was ~144
+// blocks, each thread waiting out 32 latencies in a row; docs/results/README.md, issue 26, round 11.)
+constexpr int kInFlight = 4;
+constexpr int64_t kChunk = 2 * kInFlight * kBlock;
 constexpr int kMaxTensors = 24;
 
 struct TensorList {
@@ -95,16 +101,30 @@ __global__ void sgd_kernel(TensorList list, SgdArgs a, const double* scalars) {
   float* param = list.param[k];
   const float* grad = list.grad[k];
   float* buffer = list.state1[k];
-  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-    const float p = param[i];
-    const float g = grad[i] + a.weight_decay * p;
-    float d = g;
-    if (a.use_momentum) {
-      const float b = first_step ? g : a.momentum * buffer[i] + a.one_minus_dampening * g;
-      buffer[i] = b;
-      d = a.nesterov ? g + a.momentum * b : b;
+  for (int64_t base = start + threadIdx.x; base < end; base += kInFlight * blockDim.x) {
+    float p[kInFlight], g[kInFlight], b[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {  // loads first ...
+      const int64_t i = base + u * blockDim.x;
+      if (i < end) {
+        p[u] = param[i];
+        g[u] = grad[i];
+        if (a.use_momentum && !first_step) b[u] = buffer[i];
+      }
     }
-    param[i] = p - lr * d;
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {  // ... then the update
+      const int64_t i = base + u * blockDim.x;
+      if (i >= end) break;
+      const float gp = g[u] + a.weight_decay * p[u];
+      float d = gp;
+      if (a.use_momentum) {
+        const float bu = first_step ? gp : a.momentum * b[u] + a.one_minus_dampening * gp;
+        buffer[i] = bu;
+        d = a.nesterov ? gp + a.momentum * bu : bu;
+      }
+      param[i] = p[u] - lr * d;
+    }
   }
 }
 
@@ -174,18 +194,33 @@ __global__ void adam_kernel(TensorList list, AdamArgs a, const double* scalars) 
   const float* grad = list.grad[k];
   float* first = list.state1[k];
   float* second = list.state2[k];
-  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) {
-    float p = param[i];
-    float g = grad[i];
-    if (a.decoupled)
-      p -= lr * a.weight_decay * p;
-    else
-      g += a.weight_decay * p;
-    const float m = a.beta1 * first[i] + a.one_minus_beta1 * g;
-    const float v = a.beta2 * second[i] + a.one_minus_beta2 * g * g;
-    first[i] = m;
-    second[i] = v;
-    param[i] = p - lr * (m / bias_correction1) / (sqrtf(v / bias_correction2) + a.eps);
+  for (int64_t base = start + threadIdx.x; base < end; base += kInFlight * blockDim.x) {
+    float p[kInFlight], g[kInFlight], m[kInFlight], v[kInFlight];
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {  // loads first ...
+      const int64_t i = base + u * blockDim.x;
+      if (i < end) {
+        p[u] = param[i];
+        g[u] = grad[i];
+        m[u] = first[i];
+        v[u] = second[i];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {  // ... then the update
+      const int64_t i = base + u * blockDim.x;
+      if (i >= end) break;
+      float pu = p[u], gu = g[u];
+      if (a.decoupled)
+        pu -= lr * a.weight_decay * pu;
+      else
+        gu += a.weight_decay * pu;
+      const float mu = a.beta1 * m[u] + a.one_minus_beta1 * gu;
+      const float vu = a.beta2 * v[u] + a.one_minus_beta2 * gu * gu;
+      first[i] = mu;
+      second[i] = vu;
+      param[i] = pu - lr * (mu / bias_correction1) / (sqrtf(vu / bias_correction2) + a.eps);
+    }
   }
 }
 
@@ -238,7 +273,7 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
 }  // namespace
 
 void register_optim_cuda() {
-  const char* how = "up to 24 tensors per launch, in the kernel's arguments; a block per chunk of 8192 elements";
+  const char* how = "up to 24 tensors per launch, in the kernel's arguments; a block per chunk of 2048 elements, 4 loads in flight a thread";
   register_kernel(keys::sgd_step, DeviceType::cuda, "multi_tensor", Priority::portable, how, sgd_multi_tensor);
   register_kernel(keys::adam_step, DeviceType::cuda, "multi_tensor", Priority::portable, how, adam_multi_tensor);
 }
