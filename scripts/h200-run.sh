@@ -87,6 +87,16 @@
 #                    against the build in $OLD (default build-old): the [cuda][conv2d] tests and memcheck over the
 #                    kernel's and by_shape's, every weight-gradient kernel at MNIST conv1 (batch 64, 1024) and an
 #                    RGB 3x3 (minidl bench), the fp32 steps and the eager MNIST step alternated twice, a training
+#   adam26           issue 26, round 11: the optimizer kernels with 4 loads in flight per thread against the build
+#                    in $OLD (default build-old): the [optim] tests and memcheck over them, adam_step and sgd_step at
+#                    the MNIST model's parameters (minidl bench, each build twice), the fp32 steps and the eager
+#                    MNIST step alternated twice, a training
+#   tf32ncu          issue 26, round 11: tf32_wgmma_v3 and bf16_wgmma against cuBLAS TF32 at 4096^3 (NN, NT) and
+#                    2048^3, then tf32_wgmma_v3 and cuBLAS at 4096^3 NT under ncu (speed of light, memory, occupancy)
+#   rnn26            issue 26, round 11: the GRU's BF16/TF32 choice against the build in $OLD (default build-old): the
+#                    [bf16], [optim] and RNN tests and memcheck over the bf16 RNN cases, the captcha step (CUDA graph,
+#                    channels-last) under TF32 and BF16 alternated twice, the choice the bf16 bench printed
+#   prof26           issue 26, round 11: the captcha step's kernels under BF16 and TF32 (MINIDL_PROFILE, channels-last)
 #   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
 #                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: seeds 2 and 3 of the
 #                    defaults, round 6's defaults lr 1e-3 with dropout 0.25, and lr 3e-3) timed from start to saved
@@ -192,9 +202,10 @@ profile_summary() {  # profile_summary NAME TOP: MINIDL_PROFILE's table in $out/
     tee -a "$out/summary.log"
 }
 
-profile_nhwc_tf32() {  # profile_nhwc_tf32 NAME: the captcha step's profile (channels-last, TF32), ms per step by kernel
+profile_nhwc_tf32() {  # profile_nhwc_tf32 NAME [PRECISION]: the captcha step's profile (channels-last, TF32 or
+  # PRECISION), ms per step by kernel
   MINIDL_PROFILE=1 run "$1" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
-    --precision tf32 --warmup 5 --steps 10
+    --precision "${2:-tf32}" --warmup 5 --steps 10
   profile_summary "$1" 16
 }
 
@@ -553,6 +564,48 @@ for s in "${steps[@]}"; do
       run fused26_train 120 "$bin/mnist" train --device cuda --data "$data"
       grep -h "test accuracy\|accuracy" "$out/fused26_train.log" | tail -3 | sed "s/^/fused26_train: /" | \
         tee -a "$out/summary.log" ;;
+    adam26)  # issue 26, round 11: Adam's and SGD's kernels with loads in flight, against the build before it ($OLD)
+      old=${OLD:-build-old}/bin
+      tests_and_memcheck adam26 "[optim]" "optimizer kernels*"
+      mnist_params=32x1x3x3,32,64x32x3x3,64,128x9216,128,10x128,10
+      for r in 1 2; do
+        for side in old new; do
+          b=$bin; [ $side = old ] && b=$old
+          run "adam26_kernels_${side}_$r" 60 "$b/minidl" bench --device cuda --op adam_step --op sgd_step --budget 0.2 \
+            --shape "adam_step:$mnist_params" --shape "sgd_step:$mnist_params"
+          grep -h "^[a-z_]*_step\|^  [a-z]" "$out/adam26_kernels_${side}_$r.log" | grep -v "ragged\|^  columns" | \
+            sed "s/^/adam26_kernels_${side}_$r: /" | tee -a "$out/summary.log"
+        done
+      done
+      ab_fp32_steps a26 "$old"
+      ab_eager_mnist a26 "$old"
+      ab_summary a26
+      run a26_train 120 "$bin/mnist" train --device cuda --data "$data"
+      grep -h "final test accuracy" "$out/a26_train.log" | sed "s/^/a26_train: /" | tee -a "$out/summary.log" ;;
+    tf32ncu)  # issue 26, round 11: tf32_wgmma_v3 against cuBLAS TF32 at 4096^3 (NN, NT) and 2048^3, each under ncu
+      sizes=(--shape matmul:4096x4096x4096 --shape matmul:4096x4096x4096,tb --shape matmul:2048x2048x2048)
+      MINIDL_TF32=1 run tf32ncu_bench 120 "$bin/minidl" bench --device cuda --op matmul "${sizes[@]}" \
+        --kernel cublas --kernel tf32_wgmma_v3 --kernel bf16_wgmma
+      grep -h "^matmul\|^  [a-z]" "$out/tf32ncu_bench.log" | grep -v "ragged\|^  columns" | \
+        sed "s/^/tf32ncu_bench: /" | tee -a "$out/summary.log"
+      for k in tf32_wgmma_v3 cublas; do
+        filter=regex:tf32_wgmma_v3_kernel; [ $k = cublas ] && filter="regex:xmma|cutlass|gemm"
+        MINIDL_TF32=1 run "tf32ncu_$k" 120 ncu --section SpeedOfLight --section MemoryWorkloadAnalysis \
+          --section ComputeWorkloadAnalysis --section Occupancy --section LaunchStats -k "$filter" \
+          --launch-skip 3 --launch-count 1 "$bin/minidl" bench --device cuda --op matmul \
+          --shape matmul:4096x4096x4096,tb --kernel "$k" --repeat 3
+        grep -h "Duration\|Throughput\|L2 Hit\|Pipe\|Cluster\|Waves\|Achieved Occ\|  [a-z_0-9]*kernel\|Bank" \
+          "$out/tf32ncu_$k.log" | head -40 | sed "s/^/tf32ncu_$k: /" >> "$out/summary.log"
+      done ;;
+    rnn26)  # issue 26, round 11: under --precision bf16 the GRU takes the faster of its BF16 and TF32 paths, against $OLD
+      old=${OLD:-build-old}/bin
+      tests_and_memcheck rnn26 "[bf16],[optim],[gru_sequence],[lstm_sequence]" "bf16 precision: cuDNN*"
+      ab_captcha_steps r26 "$old"
+      ab_summary r26
+      grep -h "gru_sequence\|lstm_sequence" "$out"/r26_bf16_new_1.log | sed "s/^/r26 choice: /" | tee -a "$out/summary.log" ;;
+    prof26)  # issue 26, round 11: where the captcha step's time goes under BF16 and TF32 (channels-last)
+      profile_nhwc_tf32 prof26_bf16 bf16
+      profile_nhwc_tf32 prof26_tf32 tf32 ;;
     small26)  # issue 26, round 10: nchw_small_filter (MNIST conv1's weight gradient) against the build before it ($OLD)
       old=${OLD:-build-old}/bin
       tests_and_memcheck small26 "[cuda][conv2d]" "conv2d nchw_small_filter*,cuda conv2d by_shape*"
