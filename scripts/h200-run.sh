@@ -93,9 +93,6 @@
 #                    MNIST step alternated twice, a training
 #   tf32ncu          issue 26, round 11: tf32_wgmma_v3 and bf16_wgmma against cuBLAS TF32 at 4096^3 (NN, NT) and
 #                    2048^3, then tf32_wgmma_v3 and cuBLAS at 4096^3 NT under ncu (speed of light, memory, occupancy)
-#   rnn26            issue 26, round 11: the GRU's BF16/TF32 choice against the build in $OLD (default build-old): the
-#                    [bf16], [optim] and RNN tests and memcheck over the bf16 RNN cases, the captcha step (CUDA graph,
-#                    channels-last) under TF32 and BF16 alternated twice, the choice the bf16 bench printed
 #   prof26           issue 26, round 11: the captcha step's kernels under BF16 and TF32 (MINIDL_PROFILE, channels-last)
 #   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
 #                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: seeds 2 and 3 of the
@@ -597,12 +594,6 @@ for s in "${steps[@]}"; do
         grep -h "Duration\|Throughput\|L2 Hit\|Pipe\|Cluster\|Waves\|Achieved Occ\|  [a-z_0-9]*kernel\|Bank" \
           "$out/tf32ncu_$k.log" | head -40 | sed "s/^/tf32ncu_$k: /" >> "$out/summary.log"
       done ;;
-    rnn26)  # issue 26, round 11: under --precision bf16 the GRU takes the faster of its BF16 and TF32 paths, against $OLD
-      old=${OLD:-build-old}/bin
-      tests_and_memcheck rnn26 "[bf16],[optim],[gru_sequence],[lstm_sequence]" "bf16 precision: cuDNN*"
-      ab_captcha_steps r26 "$old"
-      ab_summary r26
-      grep -h "gru_sequence\|lstm_sequence" "$out"/r26_bf16_new_1.log | sed "s/^/r26 choice: /" | tee -a "$out/summary.log" ;;
     prof26)  # issue 26, round 11: where the captcha step's time goes under BF16 and TF32 (channels-last)
       profile_nhwc_tf32 prof26_bf16 bf16
       profile_nhwc_tf32 prof26_tf32 tf32 ;;
