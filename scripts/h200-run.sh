@@ -199,8 +199,8 @@ profile_summary() {  # profile_summary NAME TOP: MINIDL_PROFILE's table in $out/
     tee -a "$out/summary.log"
 }
 
-profile_nhwc_tf32() {  # profile_nhwc_tf32 NAME [PRECISION]: the captcha step's profile (channels-last, TF32 or
-  # PRECISION), ms per step by kernel
+profile_nhwc() {  # profile_nhwc NAME [PRECISION]: the captcha step's profile (channels-last, under PRECISION: tf32
+  # unless given), ms per step by kernel
   MINIDL_PROFILE=1 run "$1" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
     --precision "${2:-tf32}" --warmup 5 --steps 10
   profile_summary "$1" 16
@@ -433,7 +433,7 @@ for s in "${steps[@]}"; do
       done
       ab_captcha_steps b26 "$old"
       ab_summary b26
-      profile_nhwc_tf32 b26_profile_new ;;
+      profile_nhwc b26_profile_new ;;
     quads26)  # issue 26, round 5: batch norm's rows four channels a load, against the build in $OLD
       old=${OLD:-build-old}/bin
       tests_and_memcheck q26 "[batch_norm],[norm],[memory_format][cuda]" "[cuda][batch_norm]"
@@ -490,7 +490,7 @@ for s in "${steps[@]}"; do
         done
       done
       ab_summary w26
-      profile_nhwc_tf32 w26_profile_new ;;
+      profile_nhwc w26_profile_new ;;
     rule26)  # issue 26, round 6: nhwc_3x3_tf32 at C x K <= 4096, against the build in $OLD
       old=${OLD:-build-old}/bin
       tests_and_memcheck r26 "[cuda][conv2d],[memory_format][cuda]" "[cuda][conv2d][memory_format]"
@@ -595,8 +595,8 @@ for s in "${steps[@]}"; do
           "$out/tf32ncu_$k.log" | head -40 | sed "s/^/tf32ncu_$k: /" >> "$out/summary.log"
       done ;;
     prof26)  # issue 26, round 11: where the captcha step's time goes under BF16 and TF32 (channels-last)
-      profile_nhwc_tf32 prof26_bf16 bf16
-      profile_nhwc_tf32 prof26_tf32 tf32 ;;
+      profile_nhwc prof26_bf16 bf16
+      profile_nhwc prof26_tf32 tf32 ;;
     small26)  # issue 26, round 10: nchw_small_filter (MNIST conv1's weight gradient) against the build before it ($OLD)
       old=${OLD:-build-old}/bin
       tests_and_memcheck small26 "[cuda][conv2d]" "conv2d nchw_small_filter*,cuda conv2d by_shape*"
