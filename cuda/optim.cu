@@ -273,7 +273,10 @@ bool adam_multi_tensor(std::vector<Tensor>& params, const std::vector<Tensor>& g
 }  // namespace
 
 void register_optim_cuda() {
-  const char* how = "up to 24 tensors per launch, in the kernel's arguments; a block per chunk of 2048 elements, 4 loads in flight a thread";
+  // From the constants above, so the listing cannot drift from the kernels.
+  const std::string how = str_cat("up to ", kMaxTensors, " tensors per launch, in the kernel's arguments; a block per ",
+                                  "chunk of ", kChunk, " elements, each thread with ", kInFlight,
+                                  " elements' loads in flight");
   register_kernel(keys::sgd_step, DeviceType::cuda, "multi_tensor", Priority::portable, how, sgd_multi_tensor);
   register_kernel(keys::adam_step, DeviceType::cuda, "multi_tensor", Priority::portable, how, adam_multi_tensor);
 }
