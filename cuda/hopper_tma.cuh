@@ -53,10 +53,13 @@ __device__ __forceinline__ uint32_t cluster_address(uint32_t bar, uint32_t rank)
   return remote;
 }
 
-// One arrival on an mbarrier of any block of the cluster (bar from cluster_address), releasing this
-// thread's earlier work to whoever waits on it.
+// One arrival on an mbarrier of any block of the cluster (bar from cluster_address). The arrival orders
+// this thread's earlier memory operations at block scope only (PTX's default, .release.cta), as CUTLASS's
+// ClusterBarrier::arrive does: the kernels use it to say "my wgmmas have finished reading this stage"
+// (wgmma.wait_group already guarantees that), and no data written by this thread travels with it. A
+// release at cluster scope would make every arrival wait for a cluster-wide memory fence first.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar) {
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
 __device__ __forceinline__ uint32_t cluster_rank() {
@@ -75,31 +78,19 @@ __device__ __forceinline__ void cluster_sync() {
           : "memory");
 }
 
-// CLUSTER: acquire at cluster scope (the empty barriers, which consumer warps of the other blocks arrive
-// on); otherwise at block scope (the full barriers, completed by TMA bytes).
-template <bool CLUSTER>
+// Whether the phase of the given parity has completed (acquire at block scope, PTX's default: what a
+// waiter then reads was written by the TMA unit, which the mbarrier's transaction count orders).
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
-  if constexpr (CLUSTER)
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  else
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
   return done != 0;
 }
 
@@ -113,11 +104,10 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
 // microseconds; one that lasts 10 seconds is a wrong parity or byte count, and traps (the launch then
 // fails with an error) instead of hanging the GPU.
 constexpr uint64_t kHangNs = 10'000'000'000ull;
-template <bool CLUSTER = false>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  if (mbar_try_wait<CLUSTER>(bar, parity)) return;
+  if (mbar_try_wait(bar, parity)) return;
   const uint64_t start = globaltimer_ns();
-  while (!mbar_try_wait<CLUSTER>(bar, parity))
+  while (!mbar_try_wait(bar, parity))
     if (globaltimer_ns() - start > kHangNs) __trap();
 }
 

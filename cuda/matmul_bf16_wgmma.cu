@@ -147,7 +147,7 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
       const int q = static_cast<int>(cuda::cluster_rank());
       for (int t = 0; t < slices; ++t) {
         const int s = t % kStages;
-        if (t >= kStages) cuda::mbar_wait<true>(cuda::smem_address(&empty[s]), (t / kStages - 1) & 1);
+        if (t >= kStages) cuda::mbar_wait(cuda::smem_address(&empty[s]), (t / kStages - 1) & 1);
         const uint32_t bar = cuda::smem_address(&full[s]);
         cuda::mbar_arrive_expect_tx(bar, kStageBytes);
         cuda::tma_load_3d(cuda::smem_address(tiles_a + s * kTileA), &map_a, bar, t * kBK, m0, entry_a);

@@ -140,7 +140,7 @@ __global__ void __cluster_dims__(kClusterM, 1, 1) __launch_bounds__(kThreads, 1)
         const int s = t % kStages;
         // Slice t-4 released by every consumer warp of the cluster (this block's part of B lands in all
         // of its blocks).
-        if (t >= kStages) cuda::mbar_wait<true>(cuda::smem_address(&empty[s]), (t / kStages - 1) & 1);
+        if (t >= kStages) cuda::mbar_wait(cuda::smem_address(&empty[s]), (t / kStages - 1) & 1);
         const uint32_t bar = cuda::smem_address(&full[s]);
         cuda::mbar_arrive_expect_tx(bar, kStageBytes);  // A, and all kClusterM parts of B (the others' multicasts)
         cuda::tma_load_3d(cuda::smem_address(tiles_a + s * kTileA), &map_a, bar, t * kBK, m0, entry_a);

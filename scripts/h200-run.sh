@@ -93,6 +93,8 @@
 #                    MNIST step alternated twice, a training
 #   tf32ncu          issue 26, round 11: tf32_wgmma_v3 and bf16_wgmma against cuBLAS TF32 at 4096^3 (NN, NT) and
 #                    2048^3, then tf32_wgmma_v3 and cuBLAS at 4096^3 NT under ncu (speed of light, memory, occupancy)
+#   l2ncu            issue 26, round 12: tf32_wgmma_v3 and cuBLAS TF32 at 4096^3 NT under ncu: L2 sectors by source,
+#                    instructions executed, sampled warp stalls (membar, barrier, wait, long scoreboard)
 #   prof26           issue 26, round 11: the captcha step's kernels under BF16 and TF32 (MINIDL_PROFILE, channels-last)
 #   acc26            issue 26, round 7: the captcha time-to-accuracy target with other settings: `captcha train`
 #                    (defaults plus each variant in ACC26, ';'-separated flag lists; default: seeds 2 and 3 of the
@@ -593,6 +595,16 @@ for s in "${steps[@]}"; do
           --shape matmul:4096x4096x4096,tb --kernel "$k" --repeat 3
         grep -h "Duration\|Throughput\|L2 Hit\|Pipe\|Cluster\|Waves\|Achieved Occ\|  [a-z_0-9]*kernel\|Bank" \
           "$out/tf32ncu_$k.log" | head -40 | sed "s/^/tf32ncu_$k: /" >> "$out/summary.log"
+      done ;;
+    l2ncu)  # issue 26, round 12: where tf32_wgmma_v3's time goes beside cuBLAS TF32 at 4096^3 NT: L2 sectors by source,
+      # instructions, sampled warp stalls (the second launch of each kernel: the bench's first is its warm-up)
+      for k in tf32_wgmma_v3 cublas; do
+        filter=regex:tf32_wgmma_v3_kernel; [ $k = cublas ] && filter=regex:sm90_xmma
+        MINIDL_TF32=1 run "l2ncu_$k" 150 ncu --section SpeedOfLight --section WarpStateStats --section InstructionStats \
+          --metrics lts__t_sectors_op_read.sum,lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum,smsp__inst_executed.sum,smsp__pcsamp_warps_issue_stalled_membar,smsp__pcsamp_warps_issue_stalled_barrier,smsp__pcsamp_warps_issue_stalled_wait,smsp__pcsamp_warps_issue_stalled_long_scoreboard \
+          -k "$filter" --launch-skip 1 --launch-count 1 "$bin/minidl" bench --device cuda --op matmul \
+          --shape matmul:4096x4096x4096,tb --kernel "$k" --repeat 3
+        grep -h "lts__\|smsp__\|Duration\|Compute (SM)" "$out/l2ncu_$k.log" | sed "s/^/l2ncu_$k: /" >> "$out/summary.log"
       done ;;
     prof26)  # issue 26, round 11: where the captcha step's time goes under BF16 and TF32 (channels-last)
       profile_nhwc prof26_bf16 bf16
