@@ -78,8 +78,9 @@ __device__ __forceinline__ void cluster_sync() {
           : "memory");
 }
 
-// Whether the phase of the given parity has completed (acquire at block scope, PTX's default: what a
-// waiter then reads was written by the TMA unit, which the mbarrier's transaction count orders).
+// Whether the phase of the given parity has completed (acquire at block scope, PTX's default). Enough for
+// both uses: on a full barrier the consumer then reads what the TMA unit wrote, which the transaction
+// count orders; on an empty barrier the producer reads nothing, it only issues the next copy into the stage.
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
   asm volatile(
