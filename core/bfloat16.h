@@ -15,9 +15,11 @@
 // rounding could otherwise carry its payload into the infinity pattern.
 // Converting back is exact: shift the 16 bits into the top of a float32.
 //
-// In minidl bfloat16 is a storage type (DType::bfloat16): tensors of it can be created, cast, copied and
-// filled, and the GPU's BF16 tensor-core kernels read them (`--precision bf16`, core/precision.h).
-// Arithmetic ops do not take bfloat16 tensors; they decline them like any other dtype they lack.
+// In minidl bfloat16 is a storage type (DType::bfloat16): tensors of it can be created, cast (the op cast,
+// with a gradient), copied and filled, and the GPU's BF16 tensor-core kernels read them (`--precision bf16`,
+// core/precision.h). Of the arithmetic ops, conv2d, batch_norm (+ReLU) and the pooling ops take bfloat16
+// activations (ops/bfloat16_widening.h: bfloat16 kernels where a device has them, else the float32 kernels on
+// widened copies); the others refuse them by name.
 #pragma once
 #include <cstdint>
 #include <cstring>

@@ -328,16 +328,23 @@ const KernelInfo* auto_kernel(const std::vector<const KernelInfo*>& kernels, Dev
 // shape first). Throws when none does. The list comes from KernelRegistry::candidates; every kernel in
 // it has the signature Fn (checked by the callers).
 // [doc:dispatch_loop] quoted by docs/course/03-dispatch.md
+// try_first_accepting: the same loop, returning false (instead of throwing) when every kernel declines.
 template <class Fn, class... Args>
-void call_first_accepting(const std::vector<const KernelInfo*>& kernels, const char* key, Device device,
-                          Args&&... args) {
+bool try_first_accepting(const std::vector<const KernelInfo*>& kernels, Device device, Args&&... args) {
   const CallWatch watch = KernelRegistry::instance().watch(kernels);
   const std::string shape = watch.shape ? describe_call(args...) : std::string();
   const KernelInfo* first = watch.auto_select ? auto_kernel<Fn>(kernels, device, shape, args...) : nullptr;
   DeclinedKernels declined;
-  if (first && try_kernel<Fn>(*first, device, watch, shape, declined, args...)) return;
+  if (first && try_kernel<Fn>(*first, device, watch, shape, declined, args...)) return true;
   for (const KernelInfo* k : kernels)
-    if (k != first && try_kernel<Fn>(*k, device, watch, shape, declined, args...)) return;
+    if (k != first && try_kernel<Fn>(*k, device, watch, shape, declined, args...)) return true;
+  return false;
+}
+
+template <class Fn, class... Args>
+void call_first_accepting(const std::vector<const KernelInfo*>& kernels, const char* key, Device device,
+                          Args&&... args) {
+  if (try_first_accepting<Fn>(kernels, device, args...)) return;
   MINIDL_CHECK(!kernels.empty(), key, ": no kernel is registered for device ", device.str());
   std::string tried;
   for (const KernelInfo* k : kernels) tried += (tried.empty() ? "" : ", ") + k->name;
@@ -353,6 +360,14 @@ void dispatch(const KernelKey<Fn>& key, Device device, Args&&... args) {
   call_first_accepting<Fn>(kernels, key.name(), device, std::forward<Args>(args)...);
 }
 // [/doc:dispatch_loop]
+
+// Like dispatch, but returns false where dispatch throws because every kernel declined (or none is
+// registered): for a front end with another way to serve the call (ops/bfloat16_widening.h).
+template <class Fn, class... Args>
+bool try_dispatch(const KernelKey<Fn>& key, Device device, Args&&... args) {
+  const std::vector<const KernelInfo*>& kernels = KernelRegistry::instance().candidates(key, device.type);
+  return try_first_accepting<Fn>(kernels, device, std::forward<Args>(args)...);
+}
 
 // For a fused key whose front end can run the unfused ops instead (conv2d_bias_relu): calls its kernels
 // above the reference level in the usual order, and a reference kernel only when it is the one selected

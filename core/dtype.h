@@ -2,7 +2,8 @@
 //
 // float32 is the training type; float64 exists for reference computations and the finite-difference
 // gradient checker; int32/int64 hold labels and indices; bfloat16 (core/bfloat16.h) holds the operands
-// of BF16 tensor-core products under `--precision bf16` (a storage type: cast, copy and fill only).
+// of BF16 tensor-core products and the captcha model's activations under `--precision bf16` (a storage type:
+// cast, copy and fill, and the ops of ops/bfloat16_widening.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -1,9 +1,11 @@
 // cuda/batchnorm_v2_split.cu — "v2_split": batch normalisation on the GPU with each channel split over many
-// blocks (float32 and float64; batch_norm and batch_norm_relu under the same name; the default). The
+// blocks (float32 and float64, and bfloat16 activations in channels-last rows of C % 4 == 0 with float32
+// per-channel tensors; batch_norm and batch_norm_relu under the same name; the default). The
 // contract of the keys is in cuda/batchnorm_common.cuh. Running statistics are not touched here: the op
 // front end updates them from save_mean/save_invstd. Accumulation convention: outputs are overwritten (=).
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "core/dispatch.h"
@@ -282,26 +284,30 @@ QuadLaunch quad_launch(const BnDims& d, const Device& dev) {
   return q;
 }
 
-// The forward for float32 rows four channels a load (takes_quads): steps 1 and 3 as quads, step 2 as always.
-template <bool Relu>
+// The forward for rows four channels a load (takes_quads), float32 (Quad float4) or bfloat16 (BfQuad):
+// steps 1 and 3 as quads, step 2 as always, on float32 per-channel vectors.
+template <class Quad, bool Relu>
 void launch_forward_quads(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
                           Tensor& save_mean, Tensor& save_invstd, Tensor& scale, const BnDims& d, int device) {
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N;
   QuadLaunch q = quad_launch(d, x.device());
-  const auto* x4 = reinterpret_cast<const float4*>(x.data<float>());
-  bn_forward_partials_quads<<<q.grid, kQuadBlock, 0, s>>>(x4, q.L, static_cast<uint32_t>(M),
-                                                          static_cast<uint32_t>(q.plan.chunk),
-                                                          q.partial.data<double>());
+  const auto* x4 = static_cast<const Quad*>(x.raw_data());
+  bn_forward_partials_quads<Quad><<<q.grid, kQuadBlock, 0, s>>>(x4, q.L, static_cast<uint32_t>(M),
+                                                                static_cast<uint32_t>(q.plan.chunk),
+                                                                q.partial.data<double>());
   MINIDL_LAUNCH_CHECK();
+  // Step 2 reads the shifts K_c = x[0, c] from x as float32: for bfloat16 x, its first row widened.
+  const Tensor first_row =
+      x.dtype() == DType::float32 ? x : x.view({d.N, d.C}).slice(0, 0, 1).to(DType::float32);
   bn_forward_finalize<float><<<finalize_grid(d.C), kElementwiseBlock, 0, s>>>(
-      x.data<float>(), gamma.data<float>(), q.partial.data<double>(), d.C, 1, M, q.plan.G, eps,
+      first_row.data<float>(), gamma.data<float>(), q.partial.data<double>(), d.C, 1, M, q.plan.G, eps,
       save_mean.data<float>(), save_invstd.data<float>(), scale.data<float>());
   MINIDL_LAUNCH_CHECK();
   const int64_t total4 = x.numel() / 4;
-  bn_forward_apply_quads<Relu><<<cuda::grid_for(total4, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
+  bn_forward_apply_quads<Quad, Relu><<<cuda::grid_for(total4, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
       x4, reinterpret_cast<const float4*>(save_mean.data<float>()), reinterpret_cast<const float4*>(scale.data<float>()),
-      reinterpret_cast<const float4*>(beta.data<float>()), reinterpret_cast<float4*>(y.data<float>()),
+      reinterpret_cast<const float4*>(beta.data<float>()), static_cast<Quad*>(y.raw_data()),
       static_cast<uint32_t>(total4), static_cast<uint32_t>(q.L.Q));
   MINIDL_LAUNCH_CHECK();
 }
@@ -313,7 +319,7 @@ void launch_forward_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta,
   if constexpr (std::is_same_v<T, float>) {
     if (x.numel() <= UINT32_MAX &&
         takes_quads(d, {x.raw_data(), y.raw_data(), save_mean.raw_data(), beta.raw_data(), scale.raw_data()})) {
-      launch_forward_quads<Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, scale, d, device);
+      launch_forward_quads<float4, Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, scale, d, device);
       return;
     }
   }
@@ -392,11 +398,37 @@ bool batch_norm_inference_v2(const Tensor& x, const Tensor& gamma, const Tensor&
   return true;
 }
 
+// bfloat16 activations (cuda/batchnorm_v2_quads.cuh): rows four channels a load only, the per-channel
+// tensors float32; any other bfloat16 call is declined (ops/bfloat16_widening.h then serves it).
+bool bf16_quads_accept(const BnDims& d, const Tensor& x, std::initializer_list<const Tensor*> activations,
+                       std::initializer_list<const Tensor*> per_channel) {
+  if (d.N * d.S == 0 || d.N > UINT32_MAX || x.numel() > UINT32_MAX) return false;
+  for (const Tensor* t : activations)
+    if (t->defined() && t->dtype() != DType::bfloat16) return false;
+  for (const Tensor* t : per_channel)
+    if (t->dtype() != DType::float32) return false;
+  return true;
+}
+
+template <bool Relu>
+bool batch_norm_v2_bf16(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y,
+                        Tensor& save_mean, Tensor& save_invstd, const BnDims& d) {
+  if (!bf16_quads_accept(d, x, {&x, &y}, {&gamma, &beta, &save_mean, &save_invstd})) return false;
+  const int device = x.device().index;
+  cuda::set_device(device);
+  Tensor scale = empty({d.C}, save_mean.options());
+  if (!takes_quads(d, {x.raw_data(), y.raw_data(), save_mean.raw_data(), beta.raw_data(), scale.raw_data()}))
+    return false;
+  launch_forward_quads<BfQuad, Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, scale, d, device);
+  return true;
+}
+
 // batch_norm (Relu false) and batch_norm_relu (Relu true).
 template <bool Relu>
 bool batch_norm_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, double eps, Tensor& y, Tensor& save_mean,
                    Tensor& save_invstd) {
   const BnDims d = bn_dims(x);
+  if (x.dtype() == DType::bfloat16) return batch_norm_v2_bf16<Relu>(x, gamma, beta, eps, y, save_mean, save_invstd, d);
   if (!split_accepts(x, d)) return false;
   const int device = x.device().index;
   cuda::set_device(device);
@@ -408,18 +440,19 @@ bool batch_norm_v2(const Tensor& x, const Tensor& gamma, const Tensor& beta, dou
 }
 
 // y: the forward's output when Relu, an undefined tensor otherwise.
-// The backward for float32 rows four channels a load (takes_quads): steps 1 and 3 as quads.
-template <bool Relu>
+// The backward for rows four channels a load (takes_quads), float32 (Quad float4) or bfloat16 (BfQuad):
+// steps 1 and 3 as quads.
+template <class Quad, bool Relu>
 void launch_backward_quads(const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gamma,
                            const Tensor& save_mean, const Tensor& save_invstd, Tensor& gx, Tensor& grad_gamma,
                            Tensor& grad_beta, Tensor& coef, const BnDims& d, int device) {
   const cudaStream_t s = cuda::stream(device);
   const int64_t M = d.N;
   QuadLaunch q = quad_launch(d, x.device());
-  const auto* x4 = reinterpret_cast<const float4*>(x.data<float>());
-  const auto* y4 = Relu ? reinterpret_cast<const float4*>(y.data<float>()) : nullptr;
-  const auto* gy4 = reinterpret_cast<const float4*>(gy.data<float>());
-  bn_backward_partials_quads<Relu><<<q.grid, kQuadBlock, 0, s>>>(x4, y4, gy4, save_mean.data<float>(), q.L,
+  const auto* x4 = static_cast<const Quad*>(x.raw_data());
+  const auto* y4 = Relu ? static_cast<const Quad*>(y.raw_data()) : nullptr;
+  const auto* gy4 = static_cast<const Quad*>(gy.raw_data());
+  bn_backward_partials_quads<Quad, Relu><<<q.grid, kQuadBlock, 0, s>>>(x4, y4, gy4, save_mean.data<float>(), q.L,
                                                                  static_cast<uint32_t>(M),
                                                                  static_cast<uint32_t>(q.plan.chunk),
                                                                  q.partial.data<double>());
@@ -430,9 +463,9 @@ void launch_backward_quads(const Tensor& x, const Tensor& y, const Tensor& gy, c
   MINIDL_LAUNCH_CHECK();
   const int64_t total4 = x.numel() / 4;
   const auto* coef4 = reinterpret_cast<const float4*>(coef.data<float>());
-  bn_backward_apply_quads<Relu><<<cuda::grid_for(total4, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
+  bn_backward_apply_quads<Quad, Relu><<<cuda::grid_for(total4, kElementwiseBlock), kElementwiseBlock, 0, s>>>(
       x4, y4, gy4, reinterpret_cast<const float4*>(save_mean.data<float>()), coef4, coef4 + q.L.Q,
-      coef4 + 2 * q.L.Q, reinterpret_cast<float4*>(gx.data<float>()), static_cast<uint32_t>(total4),
+      coef4 + 2 * q.L.Q, static_cast<Quad*>(gx.raw_data()), static_cast<uint32_t>(total4),
       static_cast<uint32_t>(q.L.Q));
   MINIDL_LAUNCH_CHECK();
 }
@@ -445,8 +478,8 @@ void launch_backward_v2(const Tensor& x, const Tensor& y, const Tensor& gy, cons
   if constexpr (std::is_same_v<T, float>) {
     if (x.numel() <= UINT32_MAX && takes_quads(d, {x.raw_data(), Relu ? y.raw_data() : nullptr, gy.raw_data(),
                                                    gx.raw_data(), save_mean.raw_data(), coef.raw_data()})) {
-      launch_backward_quads<Relu>(x, y, gy, gamma, save_mean, save_invstd, gx, grad_gamma, grad_beta, coef, d,
-                                  device);
+      launch_backward_quads<float4, Relu>(x, y, gy, gamma, save_mean, save_invstd, gx, grad_gamma, grad_beta, coef,
+                                          d, device);
       return;
     }
   }
@@ -484,11 +517,30 @@ void launch_backward_v2(const Tensor& x, const Tensor& y, const Tensor& gy, cons
   MINIDL_LAUNCH_CHECK();
 }
 
+template <bool Relu>
+bool backward_v2_bf16(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma,
+                      const Tensor& save_mean, const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma,
+                      Tensor& grad_beta, const BnDims& d) {
+  if (!bf16_quads_accept(d, x, {&x, &y, &grad_y, &grad_x}, {&gamma, &save_mean, &save_invstd, &grad_gamma, &grad_beta}))
+    return false;
+  const int device = x.device().index;
+  cuda::set_device(device);
+  Tensor coef = empty({3 * d.C}, save_mean.options());
+  if (!takes_quads(d, {x.raw_data(), Relu ? y.raw_data() : nullptr, grad_y.raw_data(), grad_x.raw_data(),
+                       save_mean.raw_data(), coef.raw_data()}))
+    return false;
+  launch_backward_quads<BfQuad, Relu>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, coef,
+                                      d, device);
+  return true;
+}
+
 // The backward of batch_norm (Relu false, y undefined) or of batch_norm_relu (Relu true, y its output).
 template <bool Relu>
 bool backward_v2(const Tensor& x, const Tensor& y, const Tensor& grad_y, const Tensor& gamma, const Tensor& save_mean,
                  const Tensor& save_invstd, Tensor& grad_x, Tensor& grad_gamma, Tensor& grad_beta) {
   const BnDims d = bn_dims(x);
+  if (x.dtype() == DType::bfloat16)
+    return backward_v2_bf16<Relu>(x, y, grad_y, gamma, save_mean, save_invstd, grad_x, grad_gamma, grad_beta, d);
   if (!split_accepts(x, d)) return false;
   const int device = x.device().index;
   cuda::set_device(device);
@@ -516,22 +568,24 @@ bool batch_norm_relu_backward_v2(const Tensor& x, const Tensor& y, const Tensor&
 
 void register_batchnorm_v2_split_cuda() {
   register_kernel(keys::batch_norm, DeviceType::cuda, "v2_split", Priority::preferred,
-                  "each channel split over many blocks: partial sums, finalize, apply (f32, f64)",
+                  "each channel split over many blocks: partial sums, finalize, apply (f32, f64; bf16 "
+                  "channels-last rows, C % 4 == 0)",
                   batch_norm_v2<false>);
   register_kernel(keys::batch_norm_inference, DeviceType::cuda, "v2_split", Priority::preferred,
                   "per-channel scale once, then one apply pass (f32, f64)",
                   batch_norm_inference_v2);
   register_kernel(keys::batch_norm_backward, DeviceType::cuda, "v2_split", Priority::preferred,
                   "each channel split over many blocks: partial sums, finalize, apply "
-                  "(f32, f64)",
+                  "(f32, f64; bf16 channels-last rows, C % 4 == 0)",
                   batch_norm_backward_v2);
   // batch_norm_relu: the same kernels with the ReLU (Relu = true) under the same names and priorities, so
   // --kernel batch_norm_relu=v2_split selects both of its stages, and v2_split is the default.
   register_kernel(keys::batch_norm_relu, DeviceType::cuda, "v2_split", Priority::preferred,
-                  "v2_split with relu(y) in the apply pass (f32, f64)", batch_norm_v2<true>);
+                  "v2_split with relu(y) in the apply pass (f32, f64; bf16 channels-last rows, C % 4 == 0)",
+                  batch_norm_v2<true>);
   register_kernel(keys::batch_norm_relu_backward, DeviceType::cuda, "v2_split", Priority::preferred,
                   "v2_split reading grad_y * [y > 0] in the partial sums and the apply "
-                  "pass (f32, f64)",
+                  "pass (f32, f64; bf16 channels-last rows, C % 4 == 0)",
                   batch_norm_relu_backward_v2);
 }
 

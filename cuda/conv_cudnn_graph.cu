@@ -22,10 +22,16 @@
 // down to 16-bit types (CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) are skipped: TF32's 10 mantissa bits are
 // the least we allow.
 //
+// bfloat16 activations (--precision bf16, ops/conv.cpp): x, w and y all bfloat16 (the op casts the float32
+// weight) describe bfloat16 tensors to the same graph, with float32 arithmetic (the convolution's compute
+// type): BF16 tensor-core products summed in float32, each output rounded to bfloat16 once. The weight
+// gradient is bfloat16 too, widened by the op's cast into the float32 parameter's gradient. Strict FP32 does
+// not concern these calls (their operands are bfloat16 already): they decline only under --deterministic.
+//
 // Declines (returns false; the next kernel, the classic "cudnn", then runs): strict FP32 (--precision fp32:
 // the engines here may use TF32) and --deterministic (timed choices differ between runs) unless the kernel
 // is selected by name, as the other TF32 kernels do; activations neither both contiguous (NCHW) nor both
-// channels-last; dtypes other than float32; sizes beyond int; pointers not 16-byte aligned; and shapes for
+// channels-last; dtypes other than float32 or bfloat16 (all three alike); sizes beyond int; pointers not 16-byte aligned; and shapes for
 // which no plan builds (remembered, so the search runs once per shape). With channels-last activations
 // the filter is handed over in NHWC order ([O, KH, KW, C]), as the classic kernel does: a copy made per
 // call (the weight and its gradient stay [O, C, KH, KW]).
@@ -71,9 +77,9 @@ constexpr int64_t kIdX = 'x', kIdW = 'w', kIdY = 'y';
 
 using cudnn_backend::Plan;
 
-// The plan cache: (device, stage, memory format, x shape, w shape, stride, padding) -> the fastest plan,
-// or none (the shape declines).
-using PlanKey = std::array<int64_t, 14>;
+// The plan cache: (device, stage, memory format, dtype, x shape, w shape, stride, padding) -> the fastest
+// plan, or none (the shape declines).
+using PlanKey = std::array<int64_t, 15>;
 std::mutex g_mutex;
 std::map<PlanKey, std::shared_ptr<Plan>> g_plans;
 
@@ -105,12 +111,13 @@ constexpr StageAttributes kStageAttributes[3] = {
 
 // Builds the operation graph of one stage, asks the heuristics, builds and times the candidates on the
 // call's buffers, and returns the fastest plan (null when none builds).
-std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape& xs, const Shape& ws, const Shape& ys,
-                                const Conv2dParams& p, void* x, void* w, void* y) {
+std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, bool bf16, const Shape& xs, const Shape& ws,
+                                const Shape& ys, const Conv2dParams& p, void* x, void* w, void* y) {
   cudnnHandle_t handle = cuda::cudnn_handle(device);
-  const auto x_desc = tensor_desc(kIdX, xs, strides_of(xs, nhwc));
-  const auto w_desc = tensor_desc(kIdW, ws, strides_of(ws, nhwc));
-  const auto y_desc = tensor_desc(kIdY, ys, strides_of(ys, nhwc));
+  const cudnnDataType_t type = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+  const auto x_desc = tensor_desc(kIdX, xs, strides_of(xs, nhwc), false, type);
+  const auto w_desc = tensor_desc(kIdW, ws, strides_of(ws, nhwc), false, type);
+  const auto y_desc = tensor_desc(kIdY, ys, strides_of(ys, nhwc), false, type);
   if (!x_desc->ok() || !w_desc->ok() || !y_desc->ok()) return nullptr;
 
   const auto conv = cudnn_backend::convolution_desc(p);
@@ -137,10 +144,11 @@ std::shared_ptr<Plan> find_plan(Stage stage, int device, bool nhwc, const Shape&
   if (configs.empty()) return nullptr;
 
   // Build up to kMaxCandidates plans and time each on the call's buffers; keep the fastest. Engines that
-  // convert float32 inputs down to 16 bits are skipped (TF32's 10 mantissa bits are the least we allow).
+  // convert float32 inputs down to 16 bits are skipped (TF32's 10 mantissa bits are the least we allow);
+  // bfloat16 inputs are 16 bits already.
   return cudnn_backend::fastest_plan(
       handle, device, configs,
-      [](const cudnn_backend::EngineNotes& notes) { return notes.known && !notes.down_converts; },
+      [bf16](const cudnn_backend::EngineNotes& notes) { return notes.known && (bf16 || !notes.down_converts); },
       [&](const Desc& plan, void* workspace) {
         return cudnn_backend::execute(handle, plan, {kIdX, kIdW, kIdY}, {x, w, y}, workspace);
       },
@@ -161,14 +169,31 @@ int format_of(const Tensor& a, const Tensor& b) {
   return 0;
 }
 
+// x, w and y all bfloat16 (true), all float32 (false); anything else is declined (not_one_dtype).
+bool all_bfloat16(const Tensor& a, const Tensor& w, const Tensor& b) {
+  return a.dtype() == DType::bfloat16 && w.dtype() == DType::bfloat16 && b.dtype() == DType::bfloat16;
+}
+bool not_one_dtype(const Tensor& a, const Tensor& w, const Tensor& b) {
+  return !all_bfloat16(a, w, b) && cuda::any_not_float32(a, w, b);
+}
+
+// The precision rule (the header comment): float32 calls decline under strict FP32 or --deterministic,
+// bfloat16 calls under --deterministic only; either runs when the kernel is selected by name.
+bool declined_by_settings(const char* key, bool bf16) {
+  if (selected_by_name(key)) return false;
+  return deterministic_algorithms() || (!bf16 && float32_precision() == Precision::fp32);
+}
+
 // One stage: x (or grad_x), w (or grad_w), y (or grad_y), as in conv_cudnn.cu.
 bool run_stage(Stage stage, const char* key, const Tensor& x, const Tensor& w, const Tensor& y,
                const Conv2dParams& p) {
-  if ((float32_precision() == Precision::fp32 || deterministic_algorithms()) && !selected_by_name(key)) return false;
+  if (not_one_dtype(x, w, y)) return false;
+  const bool bf16 = all_bfloat16(x, w, y);
+  if (declined_by_settings(key, bf16)) return false;
   const int format = format_of(x, y);
   if (format == 0 || !w.is_contiguous()) return false;
   const bool nhwc = format == 2;
-  if (cuda::any_not_float32(x, w, y) || cuda::any_unaligned_16(x, w, y)) return false;
+  if (cuda::any_unaligned_16(x, w, y)) return false;
   for (const Tensor* t : {&x, &w, &y})
     if (t->numel() == 0 || !cuda::fits_int(t->numel())) return false;
   const int device = y.device().index;
@@ -178,16 +203,16 @@ bool run_stage(Stage stage, const char* key, const Tensor& x, const Tensor& w, c
   if (!cuda::aligned_16(w_plan.raw_data())) return false;
 
   const Shape &xs = x.shape(), &ws = w.shape(), &ys = y.shape();
-  const PlanKey plan_key = {device, static_cast<int64_t>(stage), format, xs[0], xs[1], xs[2], xs[3], ws[0], ws[2],
-                            ws[3], p.stride_h, p.stride_w, p.pad_h, p.pad_w};
+  const PlanKey plan_key = {device, static_cast<int64_t>(stage), format, bf16 ? 1 : 0, xs[0], xs[1], xs[2], xs[3], ws[0],
+                            ws[2], ws[3], p.stride_h, p.stride_w, p.pad_h, p.pad_w};
   if (nhwc && stage != Stage::backward_weight) copy_(w_plan, w);
   std::shared_ptr<Plan> plan;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto it = g_plans.find(plan_key);
     if (it == g_plans.end())
-      it = g_plans.emplace(plan_key, find_plan(stage, device, nhwc, xs, ws, ys, p, x.raw_data(), w_plan.raw_data(),
-                                               y.raw_data())).first;
+      it = g_plans.emplace(plan_key, find_plan(stage, device, nhwc, bf16, xs, ws, ys, p, x.raw_data(),
+                                               w_plan.raw_data(), y.raw_data())).first;
     plan = it->second;
   }
   if (!plan) return false;  // no engine configuration builds for this shape: the next kernel runs it
@@ -202,21 +227,18 @@ bool run_stage(Stage stage, const char* key, const Tensor& x, const Tensor& w, c
 
 // The calls every stage declines (its contract, core/kernel_contract.h): a and b are the stage's two
 // activations (x and y, or their gradients), w the weight or its gradient.
-bool strict_unless_selected(const char* key) {
-  return (float32_precision() == Precision::fp32 || deterministic_algorithms()) && !selected_by_name(key);
-}
 template <class Fn>
 KernelContract<Fn> contract(const char* key) {
   // The activations are the first and third arguments in every stage's signature, the weight the second.
   return {{},
-          {{"strict FP32 (--precision fp32) or --deterministic, unless selected by name",
-            [key](const Tensor&, const Tensor&, const Tensor&, const Conv2dParams&) {
-              return strict_unless_selected(key);
+          {{"float32 under strict FP32 (--precision fp32), or --deterministic, unless selected by name",
+            [key](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) {
+              return declined_by_settings(key, all_bfloat16(a, w, b));
             }},
            {"activations neither both NCHW nor both channels-last",
             [](const Tensor& a, const Tensor&, const Tensor& b, const Conv2dParams&) { return format_of(a, b) == 0; }},
-           {"not float32",
-            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return cuda::any_not_float32(a, w, b); }},
+           {"neither all float32 nor all bfloat16",
+            [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return not_one_dtype(a, w, b); }},
            {"a tensor not 16-byte aligned",
             [](const Tensor& a, const Tensor& w, const Tensor& b, const Conv2dParams&) { return cuda::any_unaligned_16(a, w, b); }}}};
 }
@@ -239,7 +261,7 @@ bool conv2d_backward_weight_cudnn_graph(const Tensor& x, const Tensor& grad_y, T
 void register_conv_cudnn_graph_cuda() {
   const char* what =
       "cuDNN graph API: the fastest of heuristics mode A's engine configurations, timed once per shape; float32 with "
-      "TF32 under --precision tf32 or bf16 (or when selected); NCHW or channels-last";
+      "TF32 under --precision tf32 or bf16 (or when selected), or bfloat16 tensors; NCHW or channels-last";
   // Priority 21: one above the classic "cudnn" (20), so channels-last calls try it first and fall back to
   // "cudnn" when it declines; below by_shape (25), which serves NCHW calls.
   register_kernel(keys::conv2d, DeviceType::cuda, kName, Priority::tuned + 1, what, conv2d_cudnn_graph);

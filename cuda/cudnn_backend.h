@@ -59,12 +59,11 @@ inline std::array<int64_t, 4> strides_of(const Shape& s, bool nhwc) {
   return {s[1] * s[2] * s[3], s[2] * s[3], s[3], 1};
 }
 
-// A float32 tensor of logical shape [N, C, H, W] with the given strides, 16-byte aligned. A virtual
-// tensor lives only inside a fused plan (no pointer in the variant pack).
+// A tensor of logical shape [N, C, H, W] with the given strides, 16-byte aligned, of float32 (or `type`).
+// A virtual tensor lives only inside a fused plan (no pointer in the variant pack).
 inline std::unique_ptr<Desc> tensor_desc(int64_t id, const Shape& shape, const std::array<int64_t, 4>& strides,
-                                         bool is_virtual = false) {
+                                         bool is_virtual = false, cudnnDataType_t type = CUDNN_DATA_FLOAT) {
   auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
-  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
   const int64_t dims[4] = {shape[0], shape[1], shape[2], shape[3]};
   const int64_t alignment = 16;
   d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type);

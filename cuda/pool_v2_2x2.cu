@@ -3,9 +3,11 @@
 // the plane, so one thread per window does all the work both ways; any other window is served by
 // v1_direct's kernels (cuda/pool_v1_direct.cuh) under the v2 name. The contract is in that header.
 // Channels-last tensors (core/memory_format.h): any window that tiles the plane (stride = window, no
-// padding: 2x2, and the captcha model's 2x1) by the NHWC kernels below; other windows decline (cuDNN's
-// NHWC pooling takes them).
+// padding: 2x2, and the captcha model's 2x1) by the NHWC kernels below, float32, float64 and bfloat16;
+// other windows decline (cuDNN's NHWC pooling takes them).
 // Accumulation convention: outputs are overwritten (=).
+#include <cuda_bf16.h>
+
 #include <cstdint>
 #include <initializer_list>
 
@@ -147,7 +149,7 @@ void launch_max_tiles_nhwc(const Tensor& x, Tensor& y, const Pool2dParams& p, cu
   with_index_type(x.numel(), [&](auto zero) {
     using I = decltype(zero);
     max_pool_tiles_nhwc_kernel<T, I><<<cuda::grid_for(y.numel(), kBlock), kBlock, 0, s>>>(
-        x.data<T>(), y.data<T>(), I(x.size(0)), I(x.size(1)), I(x.size(2)), I(x.size(3)), I(p.kernel_h),
+        static_cast<const T*>(x.raw_data()), static_cast<T*>(y.raw_data()), I(x.size(0)), I(x.size(1)), I(x.size(2)), I(x.size(3)), I(p.kernel_h),
         I(p.kernel_w), I(y.size(2)), I(y.size(3)));
   });
   MINIDL_LAUNCH_CHECK();
@@ -161,7 +163,8 @@ void launch_max_tiles_nhwc_backward(const Tensor& x, const Tensor& y, const Tens
   with_index_type(x.numel(), [&](auto zero) {
     using I = decltype(zero);
     max_pool_tiles_nhwc_backward_kernel<T, I><<<cuda::grid_for(cells, kBlock), kBlock, 0, s>>>(
-        x.data<T>(), y.data<T>(), gy.data<T>(), gx.data<T>(), I(x.size(0)), I(x.size(1)), I(x.size(2)),
+        static_cast<const T*>(x.raw_data()), static_cast<const T*>(y.raw_data()), static_cast<const T*>(gy.raw_data()),
+        static_cast<T*>(gx.raw_data()), I(x.size(0)), I(x.size(1)), I(x.size(2)),
         I(x.size(3)), I(p.kernel_h), I(p.kernel_w), I(y.size(2)), I(y.size(3)));
   });
   MINIDL_LAUNCH_CHECK();
@@ -207,13 +210,19 @@ void launch_max_2x2_backward(const Tensor& x, const Tensor& y, const Tensor& gy,
   MINIDL_LAUNCH_CHECK();
 }
 
+// The NHWC kernels also serve bfloat16 (--precision bf16's activations): a max and the comparisons of the
+// backward are exact in any format, so they are the float32 kernels on 2-byte values.
+bool nhwc_dtype(const Tensor& t) { return is_f32_or_f64(t) || t.dtype() == DType::bfloat16; }
+
 bool max_pool2d_v2(const Tensor& x, Tensor& y, const Pool2dParams& p) {
   if (nhwc_call({&x, &y})) {
-    if (!tiles_the_plane(p) || !all_channels_last({&x, &y}) || !is_f32_or_f64(y)) return false;
+    if (!tiles_the_plane(p) || !all_channels_last({&x, &y}) || !nhwc_dtype(y) || x.dtype() != y.dtype()) return false;
     const int device = y.device().index;
     cuda::set_device(device);
     if (y.numel() == 0) return true;
-    if (y.dtype() == DType::float32)
+    if (y.dtype() == DType::bfloat16)
+      launch_max_tiles_nhwc<__nv_bfloat16>(x, y, p, cuda::stream(device));
+    else if (y.dtype() == DType::float32)
       launch_max_tiles_nhwc<float>(x, y, p, cuda::stream(device));
     else
       launch_max_tiles_nhwc<double>(x, y, p, cuda::stream(device));
@@ -234,11 +243,15 @@ bool max_pool2d_v2(const Tensor& x, Tensor& y, const Pool2dParams& p) {
 bool max_pool2d_backward_v2(const Tensor& x, const Tensor& y, const Tensor& grad_y, Tensor& grad_x,
                             const Pool2dParams& p) {
   if (nhwc_call({&x, &y, &grad_y, &grad_x})) {
-    if (!tiles_the_plane(p) || !all_channels_last({&x, &y, &grad_y, &grad_x}) || !is_f32_or_f64(grad_x)) return false;
+    if (!tiles_the_plane(p) || !all_channels_last({&x, &y, &grad_y, &grad_x}) || !nhwc_dtype(grad_x)) return false;
+    for (const Tensor* t : {&x, &y, &grad_y})
+      if (t->dtype() != grad_x.dtype()) return false;
     const int device = grad_x.device().index;
     cuda::set_device(device);
     if (grad_x.numel() == 0) return true;
-    if (grad_x.dtype() == DType::float32)
+    if (grad_x.dtype() == DType::bfloat16)
+      launch_max_tiles_nhwc_backward<__nv_bfloat16>(x, y, grad_y, grad_x, p, cuda::stream(device));
+    else if (grad_x.dtype() == DType::float32)
       launch_max_tiles_nhwc_backward<float>(x, y, grad_y, grad_x, p, cuda::stream(device));
     else
       launch_max_tiles_nhwc_backward<double>(x, y, grad_y, grad_x, p, cuda::stream(device));
@@ -263,10 +276,12 @@ void register_pool_v2_2x2_cuda() {
   // construction, where cuDNN's is undocumented; they ran as fast as cuDNN's (memory-bound).
   // Average pooling: cuDNN's backward was faster, so it is the default there (cuda/pool_cudnn.cu).
   register_kernel(keys::max_pool2d, DeviceType::cuda, "v2_2x2", Priority::tuned + 5,
-                  "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64)",
+                  "2x2 windows of stride 2: one thread per window; other windows as v1_direct (f32, f64; bf16 "
+                  "channels-last tiling windows)",
                   max_pool2d_v2);
   register_kernel(keys::max_pool2d_backward, DeviceType::cuda, "v2_2x2", Priority::tuned + 5,
-      "2x2 windows of stride 2: one thread per window writes its 4 gradients; other windows as v1_direct (f32, f64)",
+      "2x2 windows of stride 2: one thread per window writes its 4 gradients; other windows as v1_direct (f32, f64; "
+      "bf16 channels-last tiling windows)",
       max_pool2d_backward_v2);
   // Channels-last tensors: windows that tile the plane (see the header comment); others decline.
   declare_channels_last_kernel(keys::max_pool2d, DeviceType::cuda, "v2_2x2");

@@ -150,7 +150,8 @@ inline void add_precision_flag(CLI::App* cmd, std::string& precision) {
                   "float32 products on a GPU: fp32 (strict), tf32 (TF32 tensor cores in cuBLAS, cuDNN and the "
                   "tf32_* kernels: faster, about 10 mantissa bits per product) or bf16 (matmuls, convolutions and "
                   "the RNN on BF16 tensor cores, 8 significant bits per operand, or TF32 for a shape where that "
-                  "is faster; weights, activations and losses stay float32); default " + default_text)
+                  "is faster; weights and losses stay float32; the captcha model's activations bf16 on a GPU: "
+                  "--activations); default " + default_text)
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
 }
 
@@ -203,6 +204,33 @@ inline std::string memory_format_text(minidl::MemoryFormat format, const minidl:
   if (format == minidl::MemoryFormat::channels_last && !device.is_cuda())
     text += " (the CPU's convolutions and pooling run on NCHW copies of their inputs and outputs; batch norm, "
             "bias + ReLU, dropout and elementwise ops read NHWC as it is)";
+  return text;
+}
+
+// --activations fp32|bf16 (the captcha model): the dtype of the CNN's activations between its layers,
+// bound to `dtype` ("" until given). Its default is bf16 under --precision bf16 on a GPU, where bfloat16
+// activations halve the memory traffic of batch norm, ReLU and pooling (as PyTorch's autocast keeps them),
+// and fp32 everywhere else (the CPU computes float32; a bf16 run there widens every op's inputs).
+inline void add_activations_flag(CLI::App* cmd, std::string& dtype) {
+  cmd->add_option("--activations", dtype,
+                  "dtype of the CNN's activations between layers: fp32 or bf16 (parameters, batch-norm statistics "
+                  "and losses stay float32); default bf16 under --precision bf16 on a GPU, else fp32")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+}
+
+// The activation dtype a run uses on `device`: the flag's value, or the default (after the precision is
+// applied: apply_precision_flag).
+inline minidl::DType resolve_activations(const std::string& flag, const minidl::Device& device) {
+  if (!flag.empty()) return flag == "bf16" ? minidl::DType::bfloat16 : minidl::DType::float32;
+  const bool bf16 = device.is_cuda() && minidl::float32_precision() == minidl::Precision::bf16;
+  return bf16 ? minidl::DType::bfloat16 : minidl::DType::float32;
+}
+
+// The line a program prints about it: "activations bf16", with what that costs on the CPU.
+inline std::string activations_text(minidl::DType dtype, const minidl::Device& device) {
+  std::string text = std::string("activations ") + (dtype == minidl::DType::bfloat16 ? "bf16" : "fp32");
+  if (dtype == minidl::DType::bfloat16 && !device.is_cuda())
+    text += " (the CPU's kernels compute float32: each op widens its bfloat16 inputs and rounds its outputs)";
   return text;
 }
 

@@ -10,8 +10,14 @@
 // kernels declared to serve channels-last activations (cuDNN's NHWC descriptors); where a device has
 // none, or they decline, the stage runs on NCHW copies and its output is copied back (the "copy" rows of
 // MINIDL_PROFILE show it). The weight and its gradient are always [O, C, KH, KW] contiguous.
+//
+// bfloat16 activations (--precision bf16, core/precision.h): a bfloat16 x gives a bfloat16 y. A float32
+// weight is cast to bfloat16 for the call by the op cast (so its gradient comes back float32, rounded once
+// through bfloat16 as under PyTorch's autocast), and a bias is added in float32 to the widened output. A
+// stage no kernel serves in bfloat16 runs on float32 copies (ops/bfloat16_widening.h).
 #include "core/dispatch.h"
 #include "core/memory_format.h"
+#include "ops/bfloat16_widening.h"
 #include "ops/conv_stages.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
@@ -23,7 +29,7 @@ Tensor conv2d_forward_stage(Tensor& x, const Tensor& w, const Shape& y_shape, co
   if (!nhwc || !dispatch_channels_last(keys::conv2d, x.device(), x, w, y, p)) {
     x = x.contiguous();
     Tensor yk = nhwc ? empty(y_shape, x.options()) : y;
-    dispatch(keys::conv2d, x.device(), x, w, yk, p);
+    dispatch_widening_bf16(keys::conv2d, x.device(), x, w, yk, p);
     if (nhwc) copy_(y, yk);
   }
   return y;
@@ -34,7 +40,7 @@ Tensor conv2d_input_grad_stage(const Tensor& g, const Tensor& w, const Shape& x_
   Tensor grad_x = empty_in_format(x_shape, g.options(), nhwc ? MemoryFormat::channels_last : MemoryFormat::contiguous);
   if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_input, g.device(), g, w, grad_x, p)) {
     grad_x = empty(x_shape, g.options());
-    dispatch(keys::conv2d_backward_input, g.device(), g.contiguous(), w, grad_x, p);
+    dispatch_widening_bf16(keys::conv2d_backward_input, g.device(), g.contiguous(), w, grad_x, p);
   }
   return grad_x;
 }
@@ -43,14 +49,19 @@ Tensor conv2d_weight_grad_stage(const Tensor& x, const Tensor& g, const Shape& w
                                 bool nhwc) {
   Tensor grad_w = empty(w_shape, g.options());
   if (!nhwc || !dispatch_channels_last(keys::conv2d_backward_weight, g.device(), x, g, grad_w, p))
-    dispatch(keys::conv2d_backward_weight, g.device(), x.contiguous(), g.contiguous(), grad_w, p);
+    dispatch_widening_bf16(keys::conv2d_backward_weight, g.device(), x.contiguous(), g.contiguous(), grad_w, p);
   return grad_w;
 }
 
 Shape conv2d_checked_output_shape(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias,
-                                  const Conv2dParams& p) {
-  check_floating(op, x);
-  check_floating(op, w);
+                                  const Conv2dParams& p, bool bfloat16_allowed) {
+  if (bfloat16_allowed) {
+    check_floating_or_bfloat16(op, x);
+    check_floating_or_bfloat16(op, w);
+  } else {
+    check_floating(op, x);
+    check_floating(op, w);
+  }
   check_same_device(op, {x, w, bias});
   check_same_dtype(op, {x, w, bias});
   check_dim(op, x, 4, "[N, C, H, W] for the input");
@@ -67,7 +78,19 @@ Shape conv2d_checked_output_shape(const char* op, const Tensor& x, const Tensor&
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p) {
-  const Shape y_shape = conv2d_checked_output_shape("conv2d", x, w, bias, p);
+  if (x.defined() && x.dtype() == DType::bfloat16 && w.defined() && is_floating(w.dtype())) {
+    // bfloat16 activations, a float32 weight (and bias): the weight cast for the call, the bias added
+    // in float32 (see the header comment).
+    if (bias.defined()) {
+      check_floating("conv2d", bias);
+      MINIDL_CHECK(bias.dim() == 1 && w.dim() >= 1 && bias.shape()[0] == w.shape()[0], "conv2d: bias of shape ",
+                   shape_str(bias.shape()), " does not match the weight ", shape_str(w.shape()));
+    }
+    const Tensor y = conv2d(x, cast(w, DType::bfloat16), Tensor(), p);
+    if (!bias.defined()) return y;
+    return cast(add(cast(y, bias.dtype()), bias.view({1, bias.numel(), 1, 1})), DType::bfloat16);
+  }
+  const Shape y_shape = conv2d_checked_output_shape("conv2d", x, w, bias, p, true);
   const int64_t n = y_shape[0], o = y_shape[1], oh = y_shape[2], ow = y_shape[3];
 
   const bool nhwc = suggest_memory_format(x) == MemoryFormat::channels_last;

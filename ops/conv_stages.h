@@ -12,8 +12,9 @@ namespace minidl {
 
 // Checks the arguments of a convolution front end `op` (floating tensors on one device and of one dtype,
 // x [N, C, H, W], w [O, C, KH, KW] that fits it, a bias [O] when defined) and returns y's shape.
+// `bfloat16_allowed`: x and w may also be bfloat16 (conv2d's stages serve it; the fused front ends do not).
 Shape conv2d_checked_output_shape(const char* op, const Tensor& x, const Tensor& w, const Tensor& bias,
-                                  const Conv2dParams& p);
+                                  const Conv2dParams& p, bool bfloat16_allowed = false);
 
 // y = conv(x, w), channels-last when `nhwc`. `x` becomes the tensor the kernel read (an NCHW copy when no
 // channels-last kernel served it): the one to save for the weight gradient.

@@ -26,12 +26,18 @@
 // x viewed as [N*H*W, C, 1] (S = 1, M = N*H*W: the same statistics over the same values, read in place)
 // and the output and gradient come back channels-last; every batch-norm kernel of every device serves it.
 //
+// bfloat16 activations (--precision bf16): x may be bfloat16, and y and grad_x then are too; gamma, beta,
+// the running and saved statistics and their gradients stay float32, and every sum is float32 or wider. A
+// training call no kernel serves in bfloat16 runs on float32 copies (ops/bfloat16_widening.h); evaluation
+// runs on a float32 copy of x through the op cast.
+//
 // dropout: out = x * mask, mask[i] = (u_i >= p) ? 1 / (1 - p) : 0 from the counter-based generator
 // (kernel "dropout_mask", core/philox.h), so the gradient is mul's: g * mask.
 #include "core/capture.h"
 #include "core/dispatch.h"
 #include "core/memory_format.h"
 #include "core/random.h"
+#include "ops/bfloat16_widening.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
 
@@ -39,21 +45,27 @@ namespace minidl {
 
 namespace {
 
+// The options of the per-channel tensors for input x: x's, but float32 for a bfloat16 x.
+TensorOptions channel_options(const Tensor& x) {
+  return x.dtype() == DType::bfloat16 ? TensorOptions(DType::float32, x.device()) : x.options();
+}
+
 // A per-channel tensor (gamma, beta, running stats): undefined is allowed (checked by the caller when
-// required); otherwise [C], x's dtype and device.
+// required); otherwise [C], x's dtype (float32 for a bfloat16 x) and device.
 void check_channel_tensor(const char* name, const Tensor& t, const Tensor& x, int64_t channels) {
   if (!t.defined()) return;
   MINIDL_CHECK(t.dim() == 1 && t.shape()[0] == channels, "batch_norm: ", name, " must have shape [", channels,
                "] for input of shape ", shape_str(x.shape()), ", got ", shape_str(t.shape()));
-  MINIDL_CHECK(t.dtype() == x.dtype(), "batch_norm: ", name, " is ", dtype_name(t.dtype()), " but the input is ",
-               dtype_name(x.dtype()));
+  const DType expected = channel_options(x).dtype;
+  MINIDL_CHECK(t.dtype() == expected, "batch_norm: ", name, " is ", dtype_name(t.dtype()), " but the input is ",
+               dtype_name(x.dtype()), " (", name, " must be ", dtype_name(expected), ")");
   MINIDL_CHECK(t.device() == x.device(), "batch_norm: ", name, " is on ", t.device().str(), " but the input is on ",
                x.device().str());
 }
 
 // A contiguous copy without history, or `value` everywhere when t is undefined.
 Tensor packed_or(const Tensor& t, double value, int64_t channels, const Tensor& x) {
-  return t.defined() ? t.detach().contiguous() : full({channels}, value, x.options());
+  return t.defined() ? t.detach().contiguous() : full({channels}, value, channel_options(x));
 }
 
 // The running statistics in one kernel launch ("batch_norm.running_stats"; written as elementwise ops
@@ -77,7 +89,7 @@ namespace {
 // batch_norm, or with relu set batch_norm_relu's training path (its evaluation is batch_norm then relu).
 Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                        const Tensor& running_var, bool training, double momentum, double eps, bool relu) {
-  check_floating("batch_norm", x);
+  check_floating_or_bfloat16("batch_norm", x);
   MINIDL_CHECK(x.dim() >= 2 && x.dim() <= 4, "batch_norm: expected input [N, C], [N, C, L] or [N, C, H, W], got ",
                shape_str(x.shape()));
   MINIDL_CHECK(eps >= 0, "batch_norm: eps must be non-negative, got ", eps);
@@ -109,9 +121,9 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
     const int64_t count = n * spatial;
     MINIDL_CHECK(count > 1, "batch_norm: training needs more than one value per channel, got input of shape ",
                  shape_str(x.shape()));
-    Tensor save_mean = empty({channels}, x.options()), save_invstd = empty({channels}, x.options());
-    dispatch(relu ? keys::batch_norm_relu : keys::batch_norm, x.device(), x3, g, b, eps, y3, save_mean,
-             save_invstd);
+    Tensor save_mean = empty({channels}, channel_options(x)), save_invstd = empty({channels}, channel_options(x));
+    dispatch_widening_bf16(relu ? keys::batch_norm_relu : keys::batch_norm, x.device(), x3, g, b, eps, y3, save_mean,
+                           save_invstd);
     update_running_stats(running_mean, running_var, save_mean, save_invstd, momentum, eps, count);
     Tensor out = as_x(y3);
     if (relu && needs_grad({x, gamma, beta})) {
@@ -121,8 +133,8 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
            beta_grad](const Tensor& grad) {
             Tensor grad_x = empty(x3.shape(), x3.options());
             Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
-            dispatch(keys::batch_norm_relu_backward, grad.device(), x3, y3, as_rows(grad), g, save_mean,
-                     save_invstd, grad_x, grad_gamma, grad_beta);
+            dispatch_widening_bf16(keys::batch_norm_relu_backward, grad.device(), x3, y3, as_rows(grad), g,
+                                   save_mean, save_invstd, grad_x, grad_gamma, grad_beta);
             return InputGradients{as_x(grad_x), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     } else if (needs_grad({x, gamma, beta}))
@@ -131,8 +143,8 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
           [x3, g, save_mean, save_invstd, as_rows, as_x, gamma_grad, beta_grad](const Tensor& grad) {
             Tensor grad_x = empty(x3.shape(), x3.options());
             Tensor grad_gamma = empty(g.shape(), g.options()), grad_beta = empty(g.shape(), g.options());
-            dispatch(keys::batch_norm_backward, grad.device(), x3, as_rows(grad), g, save_mean, save_invstd,
-                     grad_x, grad_gamma, grad_beta);
+            dispatch_widening_bf16(keys::batch_norm_backward, grad.device(), x3, as_rows(grad), g, save_mean,
+                                   save_invstd, grad_x, grad_gamma, grad_beta);
             return InputGradients{as_x(grad_x), gamma_grad ? grad_gamma : Tensor(), beta_grad ? grad_beta : Tensor()};
           });
     return out;
@@ -140,6 +152,10 @@ Tensor batch_norm_impl(const Tensor& x, const Tensor& gamma, const Tensor& beta,
 
   MINIDL_CHECK(running_mean.defined() && running_var.defined(),
                "batch_norm: evaluation mode (training=false) needs running_mean and running_var");
+  if (x.dtype() == DType::bfloat16)  // evaluation on a float32 copy (the header comment)
+    return cast(batch_norm_impl(cast(x, DType::float32), gamma, beta, running_mean, running_var, false, momentum, eps,
+                                relu),
+                DType::bfloat16);
   const Tensor mean_c = running_mean.detach().contiguous(), var_c = running_var.detach().contiguous();
   dispatch(keys::batch_norm_inference, x.device(), x3, g, b, mean_c, var_c, eps, y3);
   Tensor out = as_x(y3);
@@ -169,6 +185,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, cons
 
 Tensor batch_norm_relu(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
                        const Tensor& running_var, bool training, double momentum, double eps) {
+  if (!training && x.defined() && x.dtype() == DType::bfloat16)  // on a float32 copy, as batch_norm's evaluation
+    return cast(batch_norm_relu(cast(x, DType::float32), gamma, beta, running_mean, running_var, false, momentum, eps),
+                DType::bfloat16);
   if (!training)  // no fused kernel: batch_norm (which checks the arguments) then relu
     return relu(batch_norm(x, gamma, beta, running_mean, running_var, false, momentum, eps));
   return batch_norm_impl(x, gamma, beta, running_mean, running_var, true, momentum, eps, true);

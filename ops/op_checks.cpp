@@ -9,6 +9,13 @@ void check_floating(const char* op, const Tensor& t) {
                " of shape ", shape_str(t.shape()));
 }
 
+void check_floating_or_bfloat16(const char* op, const Tensor& t) {
+  MINIDL_CHECK(t.defined(), op, ": got an undefined tensor");
+  MINIDL_CHECK(is_floating(t.dtype()) || t.dtype() == DType::bfloat16, op,
+               ": needs a float32, float64 or bfloat16 tensor, got ", dtype_name(t.dtype()), " of shape ",
+               shape_str(t.shape()));
+}
+
 void check_same_device(const char* op, const std::vector<Tensor>& tensors) {
   const Tensor* first = nullptr;
   for (const Tensor& t : tensors) {

@@ -13,6 +13,9 @@ namespace minidl {
 
 // t is defined and floating-point.
 void check_floating(const char* op, const Tensor& t);
+// t is defined and floating-point or bfloat16: the ops that take bfloat16 activations (conv2d, batch_norm,
+// max_pool2d; ops/bfloat16_widening.h).
+void check_floating_or_bfloat16(const char* op, const Tensor& t);
 // All tensors are on one device and (if same_dtype) of one dtype.
 void check_same_device(const char* op, const std::vector<Tensor>& tensors);
 void check_same_dtype(const char* op, const std::vector<Tensor>& tensors);

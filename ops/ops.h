@@ -78,6 +78,11 @@ Tensor gather(const Tensor& x, int dim, const Tensor& index);
 // dataset, embedding lookups). Any dtype; the gradient (floating x) adds each slice back at its index.
 Tensor index_select(const Tensor& x, int dim, const Tensor& index);
 
+// ---- dtype casts (ops/cast.cpp)
+// x's values in `dtype` (float32, float64 or bfloat16; rounded to nearest even when narrowing), in x's memory
+// format; x itself when it has that dtype already. The gradient is cast back to x's dtype.
+Tensor cast(const Tensor& x, DType dtype);
+
 // ---- matrix products (ops/matmul.cpp)
 // a [..., M, K] @ b [..., K, N] with broadcast batch dims; 1-D operands as in NumPy.
 Tensor matmul(const Tensor& a, const Tensor& b);

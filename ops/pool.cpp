@@ -11,10 +11,15 @@
 // Memory format (core/memory_format.h): a channels-last x gives a channels-last y, computed by a kernel
 // declared to serve channels-last tensors (cuDNN's NHWC descriptors) where the device has one; elsewhere
 // the stage runs on NCHW copies and its output is copied back (the "copy" rows of MINIDL_PROFILE).
+//
+// bfloat16 activations (--precision bf16): a bfloat16 x gives a bfloat16 y; a stage no kernel serves in
+// bfloat16 runs on float32 copies (ops/bfloat16_widening.h). Max and average are exact on the widened
+// values, so only the average's division rounds.
 #include <utility>
 
 #include "core/dispatch.h"
 #include "core/memory_format.h"
+#include "ops/bfloat16_widening.h"
 #include "ops/op_checks.h"
 #include "ops/ops.h"
 #include "ops/pool_stages.h"
@@ -25,7 +30,7 @@ namespace {
 
 // Checks x and the parameters, returns an uninitialised output of the pooled shape in x's format.
 Tensor pooled_output(const char* op, const Tensor& x, const Pool2dParams& p) {
-  check_floating(op, x);
+  check_floating_or_bfloat16(op, x);
   check_dim(op, x, 4, "[N, C, H, W]");
   // Sizes, window and stride of at least 1, padding within half the window (ops/op_checks.h).
   return empty_in_format(pool2d_output_shape(op, x.shape(), p), x.options(), suggest_memory_format(x));
@@ -48,7 +53,7 @@ std::pair<Tensor, Tensor> pool_forward(const KernelKey<Pool2dKernel>& key, const
   if (is_nhwc(x) && dispatch_channels_last(key, x.device(), x, y, p)) return {x, y};
   const Tensor xc = x.contiguous();
   Tensor yc = y.is_contiguous() ? y : empty(y.shape(), y.options());
-  dispatch(key, x.device(), xc, yc, p);
+  dispatch_widening_bf16(key, x.device(), xc, yc, p);
   if (!yc.shares_storage_with(y)) copy_(y, yc);
   return {xc, yc};
 }
@@ -66,7 +71,8 @@ Tensor max_pool2d_input_grad_stage(const Tensor& x, const Tensor& y, const Tenso
     if (dispatch_channels_last(keys::max_pool2d_backward, x.device(), x, y, gk, grad_x, p)) return grad_x;
   }
   Tensor grad_x = empty(x.shape(), x.options());
-  dispatch(keys::max_pool2d_backward, x.device(), x.contiguous(), y.contiguous(), g.contiguous(), grad_x, p);
+  dispatch_widening_bf16(keys::max_pool2d_backward, x.device(), x.contiguous(), y.contiguous(), g.contiguous(),
+                         grad_x, p);
   return grad_x;
 }
 
@@ -93,7 +99,7 @@ Tensor avg_pool2d(const Tensor& x, const Pool2dParams& p) {
         if (dispatch_channels_last(keys::avg_pool2d_backward, g.device(), gk, grad_x, p)) return InputGradients{grad_x};
       }
       Tensor grad_x = empty(x_shape, g.options());
-      dispatch(keys::avg_pool2d_backward, g.device(), g.contiguous(), grad_x, p);
+      dispatch_widening_bf16(keys::avg_pool2d_backward, g.device(), g.contiguous(), grad_x, p);
       return InputGradients{grad_x};
     });
   return y;

@@ -38,6 +38,9 @@
 #                    twice; the NHWC TF32 step's profile
 #   graph26          conv2d through cuDNN's graph API against its classic API on the channels-last captcha step
 #   train26          `captcha train` with its defaults (wall time to the saved model), then `captcha eval`
+#   bf16acts26       issue 26, deliverable 3 (bfloat16 activations): the [bf16] tests and memcheck over the CUDA
+#                    ones, the BF16 captcha step with --activations fp32 and bf16 alternated twice, `captcha train
+#                    --precision bf16` and its evaluation
 #   bn26             issue 26, round 3: batch norm's step 1 with several loads in flight and the running
 #                    statistics in one launch, against the build in $OLD (default build-old): the batch-norm
 #                    kernels at the captcha model's block-1 and block-3 shapes (minidl bench), the captcha step
@@ -410,6 +413,28 @@ for s in "${steps[@]}"; do
           --precision tf32 --warmup 5 --steps 10 $extra
         profile_summary "g26_profile_$k" 14
       done ;;
+    bf16acts26)  # issue 26, deliverable 3: bfloat16 activations between the captcha model's layers. The [bf16]
+      # tests and memcheck over the CUDA ones; the captcha step (CUDA graph, channels-last, --precision bf16) with
+      # --activations fp32 and bf16, alternated twice; `captcha train --precision bf16` (bf16 activations by
+      # default) to the saved model, then `captcha eval`
+      run a26_tests 180 "$bin/minidl_tests" "[bf16],[precision],[graph]"
+      run a26_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+        "$bin/minidl_tests" "[cuda][bf16]"
+      grep -h "test cases\|assertions\|ERROR SUMMARY\|SKIPPED" "$out"/a26_tests.log "$out"/a26_memcheck.log |
+        tee -a "$out/summary.log"
+      for r in 1 2; do
+        for acts in fp32 bf16; do
+          run "a26_bf16_${acts}_$r" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+            --precision bf16 --cuda-graph --activations $acts
+        done
+      done
+      step_means "$out"/a26_bf16_*.log
+      start=$SECONDS
+      run a26_captcha_train 200 "$bin/captcha" train --device cuda --precision bf16 --save "$out/a26.ckpt"
+      echo "a26: captcha train --precision bf16: $((SECONDS - start)) s wall" | tee -a "$out/summary.log"
+      grep -h "^captcha: memory\|^epoch\|final validation" "$out/a26_captcha_train.log" | tee -a "$out/summary.log"
+      run a26_captcha_eval 120 "$bin/captcha" eval --model "$out/a26.ckpt" --device cuda
+      grep -h "accuracy" "$out/a26_captcha_eval.log" | tee -a "$out/summary.log" ;;
     train26)  # issue 26's time-to-accuracy target: `captcha train` with its defaults (start to saved model,
       # wall time), then `captcha eval` on 10,000 fresh captchas
       start=$SECONDS

@@ -496,5 +496,5 @@ TEST_CASE("pooling errors name the op and the shapes", "[pool][errors]") {
   CHECK_THROWS_WITH(max_pool2d(zeros({4, 4}), 2), Catch::Contains("max_pool2d: expected a 4-D tensor [N, C, H, W]"));
   CHECK_THROWS_WITH(max_pool2d(zeros({1, 1, 4, 4}), 0), "max_pool2d: window 0 along height must be at least 1");
   CHECK_THROWS_WITH(avg_pool2d(zeros({1, 1, 4, 4}, DType::int64), 2),
-                    Catch::Contains("avg_pool2d: needs a float32 or float64"));
+                    Catch::Contains("avg_pool2d: needs a float32, float64 or bfloat16"));
 }

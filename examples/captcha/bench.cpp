@@ -40,6 +40,7 @@ struct BenchArgs : bench_steps::BenchFlags {
   BenchArgs() { batch = 128; }
   std::string rnn = "gru", gru = "auto";
   bool cuda_graph = false;  // --cuda-graph: time the step replayed from a CUDA graph (train_step.h)
+  std::string activations;  // --activations: "" (the default), fp32 or bf16 (examples/flags.h)
 };
 
 constexpr int kLabelLength = 4;
@@ -70,6 +71,7 @@ int run_bench(const BenchArgs& a) {
   auto model = std::make_shared<CaptchaModel>(config);
   model->to(device);  // before building the optimizer (nn/module.h)
   model->memory_format = examples::resolve_memory_format(a.memory_format, device, examples::kCaptchaGpuFormats);
+  model->activation_dtype = examples::resolve_activations(a.activations, device);
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
   if (job)
@@ -100,7 +102,8 @@ int run_bench(const BenchArgs& a) {
   if (dp)
     std::printf("captcha bench: data-parallel, %d rank(s) of %lld samples; %zu gradient buckets\n",
                 job->world_size, static_cast<long long>(B), dp->bucket_count());
-  std::printf("captcha bench: %s\n", examples::memory_format_text(model->memory_format, device).c_str());
+  std::printf("captcha bench: %s, %s\n", examples::memory_format_text(model->memory_format, device).c_str(),
+              examples::activations_text(model->activation_dtype, device).c_str());
   std::fflush(stdout);
 
   std::unique_ptr<GraphedTrainStep> graphed;  // --cuda-graph: captured in the warm-up (its third step)
@@ -123,7 +126,8 @@ int run_bench(const BenchArgs& a) {
                {"gru", rnn_path_shown(config, device)},
                {"world_size", job ? job->world_size : 0},
                {"cuda_graph", a.cuda_graph},
-               {"memory_format", memory_format_name(model->memory_format)}};
+               {"memory_format", memory_format_name(model->memory_format)},
+               {"activations", model->activation_dtype == DType::bfloat16 ? "bf16" : "fp32"}};
   if (graphed) std::printf("captcha bench: CUDA graphs: %s\n", graphed->describe().c_str());
   if (a.overhead_rounds > 0) {  // DataParallel's hooks see no begin_step in a plain step and do nothing
     auto plain = [&] {
@@ -151,6 +155,7 @@ Command add_bench_command(CLI::App& parent) {
       ->check(CLI::IsMember({"auto", "fused", "composed", "sequence"}));
   cmd->add_flag("--cuda-graph", a->cuda_graph,
                 "time the step replayed from a CUDA graph (captured in the warm-up: needs --warmup 3 or more)");
+  examples::add_activations_flag(cmd, a->activations);
   return {cmd, [a] { return run_bench(*a); }};
 }
 

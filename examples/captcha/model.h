@@ -6,6 +6,8 @@
 //   block a max-pool: 2x2 for all but the last, 2x1 (kernel and stride (2, 1)) for the last, which halves
 //   the height only: the width is the time axis and keeps its resolution
 //   dropout -> [N, C, H', W'] read column by column: [W', N, C * H']        (192x64: 12 steps of 256 * 2)
+//   (with bfloat16 activations, --precision bf16 on a GPU: the blocks run on a bfloat16 copy of x and their
+//   output is cast back to float32 before the dropout; the parameters stay float32)
 //   GRU or LSTM (C * H' -> 128, 2 layers, bidirectional) -> dropout -> Linear(256 -> classes) -> log_softmax
 // classes = charset + 1, class 0 the CTC blank. Output log_probs [T = W', N, classes], trained by
 // ctc_loss and read by greedy decoding. A label of L characters with r adjacent repeats needs
@@ -122,7 +124,9 @@ class CaptchaModel : public minidl::Module {
       if (b + 1 == c.channels.size()) pool.kernel_w = pool.stride_w = 1;  // ... and 2x1 for the last block
       cnn->push_back(std::make_shared<MaxPool2d>(pool));
     }
-    cnn->push_back(std::make_shared<Dropout>(c.dropout));
+    // The dropout after the blocks is a module of its own (not the Sequential's last) so that the blocks'
+    // bfloat16 output is cast to float32 between them; it has no state, so checkpoints do not see it.
+    cnn_dropout = register_module("cnn_dropout", std::make_shared<Dropout>(c.dropout));
     const int64_t features = in * c.feature_height();
     if (c.rnn == RnnKind::lstm)
       rnn = register_module("rnn", std::make_shared<LSTM>(features, c.gru_hidden, c.gru_layers, true, c.gru_path));
@@ -138,7 +142,8 @@ class CaptchaModel : public minidl::Module {
     MINIDL_CHECK(x.dim() == 4 && x.size(1) == 3 && x.size(2) == config.height && x.size(3) == config.width,
                  "captcha model: expected images [N, 3, ", config.height, ", ", config.width, "], got ",
                  shape_str(x.shape()));
-    const Tensor features = (*cnn)(to_memory_format(x, memory_format));  // [N, C, H', W']
+    const Tensor input = cast(to_memory_format(x, memory_format), activation_dtype);
+    const Tensor features = (*cnn_dropout)(cast((*cnn)(input), DType::float32));  // [N, C, H', W']
     const int64_t steps = features.size(3), batch = features.size(0);
     // Whatever the features' memory format, the reshape copies them into the sequence's layout.
     const Tensor sequence = features.permute({3, 0, 1, 2}).reshape({steps, batch, -1});  // [W', N, C * H']
@@ -152,7 +157,11 @@ class CaptchaModel : public minidl::Module {
   // The CNN's activations in NCHW or channels-last memory (--memory-format, core/memory_format.h): the
   // input is converted once, the layers keep the format. Not a model setting: no checkpoint stores it.
   minidl::MemoryFormat memory_format = minidl::MemoryFormat::contiguous;
+  // The dtype of the CNN's activations: float32, or bfloat16 (--precision bf16 on a GPU by default,
+  // examples/flags.h). Not a model setting either: the parameters are float32 whatever it is.
+  minidl::DType activation_dtype = minidl::DType::float32;
   std::shared_ptr<minidl::Sequential> cnn;
+  std::shared_ptr<minidl::Dropout> cnn_dropout;
   std::shared_ptr<minidl::RnnLayer> rnn;  // a GRU or an LSTM (config.rnn), bidirectional
   std::shared_ptr<minidl::Dropout> rnn_dropout;
   std::shared_ptr<minidl::Linear> classifier;

@@ -42,6 +42,7 @@ struct TrainArgs {
   // "Captcha time to accuracy"); --precision fp32 --epochs 20 is the earlier default.
   std::string precision = "tf32";
   std::string memory_format;  // --memory-format: "" (the device's default), nchw or nhwc (examples/flags.h)
+  std::string activations;    // --activations: "" (the default), fp32 or bf16 (examples/flags.h)
   std::vector<std::string> kernels;
   bool distributed = false;
   bool cuda_graph = false, no_cuda_graph = false;  // the step from a CUDA graph (the default on one GPU), or not

@@ -124,6 +124,7 @@ Command add_train_command(CLI::App& parent) {
                 "every step (one launch instead of hundreds; examples/captcha/train_step.h); the default on one GPU");
   cmd->add_flag("--no-cuda-graph", a->no_cuda_graph, "on a GPU, run every step eagerly")->excludes("--cuda-graph");
   examples::add_memory_format_flag(cmd, a->memory_format, examples::kCaptchaGpuFormats);
+  examples::add_activations_flag(cmd, a->activations);
   cmd->add_flag("--distributed", a->distributed,
                 "one rank of a data-parallel job: mpirun -np N captcha train --distributed ... (--batch is the "
                 "global batch; --device cuda: one GPU per process; docs/distributed.md)");
