@@ -192,6 +192,9 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  // bfloat16 activations (ops/bfloat16_widening.h) reach an unfused ReLU when the fusion pass is off
+  // (MINIDL_FUSE_RELU=0): it runs on a float32 copy, exactly (a max with 0 needs no rounding).
+  if (x.defined() && x.dtype() == DType::bfloat16) return cast(relu(cast(x, DType::float32)), DType::bfloat16);
   Tensor out = unary(keys::relu, x);
   if (needs_grad({x}))
     attach_grad_fn(out, "ReluBackward", {x}, [x = x.detach()](const Tensor& g) {

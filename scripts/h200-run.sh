@@ -417,23 +417,23 @@ for s in "${steps[@]}"; do
       # tests and memcheck over the CUDA ones; the captcha step (CUDA graph, channels-last, --precision bf16) with
       # --activations fp32 and bf16, alternated twice; `captcha train --precision bf16` (bf16 activations by
       # default) to the saved model, then `captcha eval`
-      run a26_tests 180 "$bin/minidl_tests" "[bf16],[precision],[graph]"
-      run a26_memcheck 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+      run a26_tests 150 "$bin/minidl_tests" "[bf16],[graph]"
+      run a26_memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
         "$bin/minidl_tests" "[cuda][bf16]"
       grep -h "test cases\|assertions\|ERROR SUMMARY\|SKIPPED" "$out"/a26_tests.log "$out"/a26_memcheck.log |
         tee -a "$out/summary.log"
       for r in 1 2; do
         for acts in fp32 bf16; do
-          run "a26_bf16_${acts}_$r" 60 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
+          run "a26_bf16_${acts}_$r" 45 "$bin/captcha" bench --device cuda --batch 128 --memory-format nhwc \
             --precision bf16 --cuda-graph --activations $acts
         done
       done
       step_means "$out"/a26_bf16_*.log
       start=$SECONDS
-      run a26_captcha_train 200 "$bin/captcha" train --device cuda --precision bf16 --save "$out/a26.ckpt"
+      run a26_captcha_train 150 "$bin/captcha" train --device cuda --precision bf16 --save "$out/a26.ckpt"
       echo "a26: captcha train --precision bf16: $((SECONDS - start)) s wall" | tee -a "$out/summary.log"
       grep -h "^captcha: memory\|^epoch\|final validation" "$out/a26_captcha_train.log" | tee -a "$out/summary.log"
-      run a26_captcha_eval 120 "$bin/captcha" eval --model "$out/a26.ckpt" --device cuda
+      run a26_captcha_eval 60 "$bin/captcha" eval --model "$out/a26.ckpt" --device cuda
       grep -h "accuracy" "$out/a26_captcha_eval.log" | tee -a "$out/summary.log" ;;
     train26)  # issue 26's time-to-accuracy target: `captcha train` with its defaults (start to saved model,
       # wall time), then `captcha eval` on 10,000 fresh captchas

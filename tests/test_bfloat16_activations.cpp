@@ -131,6 +131,15 @@ TEST_CASE("bfloat16 activations on the CPU: conv2d, batch_norm_relu and max_pool
     CHECK(compare(f32_cpu(got[1]), f32_cpu(b_ref), 0, 0) == "");
     CHECK(compare(f32_cpu(got[2]), f32_cpu(max_pool2d(cast(got[1], DType::float32), 2)), 0, 0) == "");
   }
+  // The unfused ReLU (MINIDL_FUSE_RELU=0) takes bfloat16 through a float32 copy, exactly, with a gradient.
+  const Tensor v = bf16_values({2, 4, 3, 3}, -1, 1, MemoryFormat::channels_last, Device::cpu());
+  const Tensor r = relu(cast(v, DType::bfloat16));
+  CHECK(r.dtype() == DType::bfloat16);
+  CHECK(is_channels_last(r));
+  CHECK(compare(f32_cpu(r), relu(v), 0, 0) == "");
+  const Tensor leaf = v.detach().requires_grad_();
+  sum(cast(relu(cast(leaf, DType::bfloat16)), DType::float32)).backward();
+  CHECK(compare(leaf.grad(), gt(v, 0.0), 0, 0) == "");
   // Ops without bfloat16 support refuse it by name.
   CHECK_THROWS_WITH(dropout(zeros({4}).to(DType::bfloat16), 0.5, true),
                     Catch::Contains("dropout: needs a float32 or float64 tensor, got bfloat16"));
