@@ -18,7 +18,7 @@
 //         convolution *outputs* in bfloat16, halving the traffic of the elementwise ops between them; in
 //         minidl a model does that by giving its layers bfloat16 activations (the op cast): conv2d,
 //         batch_norm (+ReLU) and the pooling ops take and give bfloat16 tensors (ops/bfloat16_widening.h),
-//         and the captcha model does so under bf16 on a GPU (--activations, examples/flags.h).
+//         and the captcha model does so with --activations bf16 (examples/flags.h).
 //         docs/results/README.md, "BF16 mixed precision" and "Issue 26, round 13", has the measurements.
 // On the CPU every precision computes strict float32.
 // The default comes from the environment: MINIDL_TF32=1 means tf32, anything else fp32.

@@ -30,6 +30,7 @@
 #            same ratio twice)
 #   CAPTCHA_BATCH, MNIST_BATCH  batch sizes (default 128 and 64, the issues' and `mnist train`'s)
 #   TORCH_FLAGS  extra flags for every torch step run
+#   MINIDL_FLAGS extra flags for every minidl step run (e.g. MINIDL_FLAGS="--activations bf16" with captcha_bf16)
 #   TORCH_ADAM   the Adam of the torch GPU runs (default fused, the fastest)
 #   TORCH_COMPILE=0  skip the channels_last + torch.compile column (50 warm-up steps and twice the time
 #            limit, for the compilation; where torch.compile fails the cell shows "-", its log says why)
@@ -49,6 +50,7 @@ cpu_steps=${CPU_STEPS:-10}
 captcha_batch=${CAPTCHA_BATCH:-128}
 mnist_batch=${MNIST_BATCH:-64}
 torch_flags=${TORCH_FLAGS:-}
+minidl_flags=${MINIDL_FLAGS:-}
 dry_run=${DRY_RUN:-0}
 torch_compile=${TORCH_COMPILE:-1}
 data=${DATA:-data/mnist}
@@ -101,8 +103,9 @@ pair() {
   [ "$precision" = tf32 ] && tf32=1
   [ "$precision" = bf16 ] && minidl_precision=(--precision bf16) && amp=bf16
   rm -f "$out/${name}"_minidl*.json "$out/${name}"_torch*.json
+  # shellcheck disable=SC2206  # MINIDL_FLAGS is a list of flags
   local minidl_cmd=("$bin/$model" bench --device "$device" --batch "$batch" --warmup "$w" --steps "$n"
-                    "${minidl_precision[@]}")
+                    "${minidl_precision[@]}" $minidl_flags)
   run "${name}_minidl" "$limit" "${env_both[@]}" MINIDL_TF32=$tf32 "${minidl_cmd[@]}" --json "$out/${name}_minidl.json"
   if [ "$device" != cpu ] && has_flag "$model" --cuda-graph; then
     run "${name}_minidl_graph" "$limit" MINIDL_TF32=$tf32 "${minidl_cmd[@]}" --cuda-graph \

@@ -40,7 +40,7 @@
 #   train26          `captcha train` with its defaults (wall time to the saved model), then `captcha eval`
 #   bf16acts26       issue 26, deliverable 3 (bfloat16 activations): the [bf16] tests and memcheck over the CUDA
 #                    ones, the BF16 captcha step with --activations fp32 and bf16 alternated twice, `captcha train
-#                    --precision bf16` and its evaluation
+#                    --precision bf16 --activations bf16` and its evaluation (~6 minutes)
 #   bn26             issue 26, round 3: batch norm's step 1 with several loads in flight and the running
 #                    statistics in one launch, against the build in $OLD (default build-old): the batch-norm
 #                    kernels at the captcha model's block-1 and block-3 shapes (minidl bench), the captcha step
@@ -415,8 +415,8 @@ for s in "${steps[@]}"; do
       done ;;
     bf16acts26)  # issue 26, deliverable 3: bfloat16 activations between the captcha model's layers. The [bf16]
       # tests and memcheck over the CUDA ones; the captcha step (CUDA graph, channels-last, --precision bf16) with
-      # --activations fp32 and bf16, alternated twice; `captcha train --precision bf16` (bf16 activations by
-      # default) to the saved model, then `captcha eval`
+      # --activations fp32 and bf16, alternated twice; `captcha train --precision bf16 --activations bf16` to the
+      # saved model, then `captcha eval` (if bf16 measures faster, examples/flags.h's kActivationsDefault flips)
       run a26_tests 150 "$bin/minidl_tests" "[bf16],[graph]"
       run a26_memcheck 120 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
         "$bin/minidl_tests" "[cuda][bf16]"
@@ -430,8 +430,10 @@ for s in "${steps[@]}"; do
       done
       step_means "$out"/a26_bf16_*.log
       start=$SECONDS
-      run a26_captcha_train 150 "$bin/captcha" train --device cuda --precision bf16 --save "$out/a26.ckpt"
-      echo "a26: captcha train --precision bf16: $((SECONDS - start)) s wall" | tee -a "$out/summary.log"
+      run a26_captcha_train 150 "$bin/captcha" train --device cuda --precision bf16 --activations bf16 \
+        --save "$out/a26.ckpt"
+      echo "a26: captcha train --precision bf16 --activations bf16: $((SECONDS - start)) s wall" |
+        tee -a "$out/summary.log"
       grep -h "^captcha: memory\|^epoch\|final validation" "$out/a26_captcha_train.log" | tee -a "$out/summary.log"
       run a26_captcha_eval 60 "$bin/captcha" eval --model "$out/a26.ckpt" --device cuda
       grep -h "accuracy" "$out/a26_captcha_eval.log" | tee -a "$out/summary.log" ;;

@@ -22,6 +22,7 @@
 #include "core/random.h"
 #include "examples/captcha/model.h"
 #include "examples/captcha/train_step.h"
+#include "examples/flags.h"
 #include "nn/optim.h"
 #include "ops/bfloat16_widening.h"
 #include "ops/memory_format.h"
@@ -257,6 +258,19 @@ std::vector<double> captcha_losses(Device device, DType dtype, int steps, bool g
 }
 
 }  // namespace
+
+TEST_CASE("--activations: fp32 unless bf16 is asked for (bf16 is not the default before a GPU measures it)",
+          "[bf16][flags]") {
+  CHECK(examples::resolve_activations("") == DType::float32);
+  CHECK(examples::resolve_activations("fp32") == DType::float32);
+  CHECK(examples::resolve_activations("bf16") == DType::bfloat16);
+  CLI::App app;
+  std::string value;
+  examples::add_activations_flag(&app, value);
+  CHECK_NOTHROW(app.parse(std::vector<std::string>{"bf16", "--activations"}));  // CLI11 reads the vector backwards
+  CHECK(value == "bf16");
+  CHECK_THROWS(app.parse(std::vector<std::string>{"bf17", "--activations"}));
+}
 
 TEST_CASE("captcha model with bfloat16 activations: the float32 model's losses to bfloat16's error, and it trains",
           "[bf16][captcha_model]") {

@@ -71,7 +71,7 @@ int run_bench(const BenchArgs& a) {
   auto model = std::make_shared<CaptchaModel>(config);
   model->to(device);  // before building the optimizer (nn/module.h)
   model->memory_format = examples::resolve_memory_format(a.memory_format, device, examples::kCaptchaGpuFormats);
-  model->activation_dtype = examples::resolve_activations(a.activations, device);
+  model->activation_dtype = examples::resolve_activations(a.activations);
   model->train();
   std::unique_ptr<dist::DataParallel> dp;
   if (job)

@@ -6,8 +6,8 @@
 //   block a max-pool: 2x2 for all but the last, 2x1 (kernel and stride (2, 1)) for the last, which halves
 //   the height only: the width is the time axis and keeps its resolution
 //   dropout -> [N, C, H', W'] read column by column: [W', N, C * H']        (192x64: 12 steps of 256 * 2)
-//   (with bfloat16 activations, --precision bf16 on a GPU: the blocks run on a bfloat16 copy of x and their
-//   output is cast back to float32 before the dropout; the parameters stay float32)
+//   (with bfloat16 activations, --activations bf16: the blocks run on a bfloat16 copy of x and their output
+//   is cast back to float32 before the dropout; the parameters stay float32)
 //   GRU or LSTM (C * H' -> 128, 2 layers, bidirectional) -> dropout -> Linear(256 -> classes) -> log_softmax
 // classes = charset + 1, class 0 the CTC blank. Output log_probs [T = W', N, classes], trained by
 // ctc_loss and read by greedy decoding. A label of L characters with r adjacent repeats needs
@@ -157,8 +157,8 @@ class CaptchaModel : public minidl::Module {
   // The CNN's activations in NCHW or channels-last memory (--memory-format, core/memory_format.h): the
   // input is converted once, the layers keep the format. Not a model setting: no checkpoint stores it.
   minidl::MemoryFormat memory_format = minidl::MemoryFormat::contiguous;
-  // The dtype of the CNN's activations: float32, or bfloat16 (--precision bf16 on a GPU by default,
-  // examples/flags.h). Not a model setting either: the parameters are float32 whatever it is.
+  // The dtype of the CNN's activations: float32, or bfloat16 (--activations, examples/flags.h). Not a model
+  // setting either: the parameters are float32 whatever it is.
   minidl::DType activation_dtype = minidl::DType::float32;
   std::shared_ptr<minidl::Sequential> cnn;
   std::shared_ptr<minidl::Dropout> cnn_dropout;

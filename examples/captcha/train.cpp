@@ -154,7 +154,7 @@ int run_train(const TrainArgs& a) {
                 static_cast<long long>(T), data.max_length, 2 * data.max_length - 1);
   model->to(device);  // before building the optimizer (nn/module.h)
   model->memory_format = examples::resolve_memory_format(a.memory_format, device, examples::kCaptchaGpuFormats);
-  model->activation_dtype = examples::resolve_activations(a.activations, device);
+  model->activation_dtype = examples::resolve_activations(a.activations);
   if (!job || job->is_root())
     std::printf("captcha: %s, %s\n", examples::memory_format_text(model->memory_format, device).c_str(),
                 examples::activations_text(model->activation_dtype, device).c_str());
