@@ -131,6 +131,12 @@ TEST_CASE("bfloat16 activations on the CPU: conv2d, batch_norm_relu and max_pool
         cast(batch_norm_relu(cast(got[0], DType::float32), gamma, beta, rm, rv, true, 0.1, 1e-5), DType::bfloat16);
     CHECK(compare(f32_cpu(got[1]), f32_cpu(b_ref), 0, 0) == "");
     CHECK(compare(f32_cpu(got[2]), f32_cpu(max_pool2d(cast(got[1], DType::float32), 2)), 0, 0) == "");
+    // A bias is added in float32 to the widened output, then rounded.
+    const Tensor bias = testing::uniform({12}, -1, 1, DType::float32);
+    const Tensor zb = conv2d(cast(x, DType::bfloat16), w, bias, p);
+    CHECK(zb.dtype() == DType::bfloat16);
+    const Tensor zb_ref = cast(add(f32_cpu(z_ref), bias.view({1, 12, 1, 1})), DType::bfloat16);
+    CHECK(compare(f32_cpu(zb), f32_cpu(zb_ref), 0, 0) == "");
   }
   // The unfused ReLU (MINIDL_FUSE_RELU=0) takes bfloat16 through a float32 copy, exactly, with a gradient.
   const Tensor v = bf16_values({2, 4, 3, 3}, -1, 1, MemoryFormat::channels_last, Device::cpu());
