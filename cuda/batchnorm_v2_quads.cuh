@@ -9,10 +9,10 @@
 // index computations of the scalar rows kernels (the apply pass's channel is one modulo per four values).
 // The sums are the same per channel, added per thread and then over the row lanes in a fixed order:
 // deterministic, though not the scalar rows' bits.
-// bfloat16 activations (--precision bf16): the same kernels read and write quads of four bfloat16 values
+// bfloat16 activations (ops/bfloat16_widening.h): the same kernels read and write quads of four bfloat16 values
 // (8 bytes, BfQuad below) for x, y, grad_y and grad_x, widened to float32 on load and rounded to nearest even
 // on store; the per-channel vectors (mean, scale, beta, the coefficients) and every sum stay float32 or
-// double. The quad type Q is the kernels' template parameter: float4 or BfQuad.
+// double. The quad type is the kernels' template parameter Quad: float4 or BfQuad.
 // Included only by .cu files; what it defines is private to each (an unnamed namespace).
 #pragma once
 #include <cuda_bf16.h>

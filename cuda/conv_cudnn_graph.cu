@@ -22,7 +22,7 @@
 // down to 16-bit types (CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) are skipped: TF32's 10 mantissa bits are
 // the least we allow.
 //
-// bfloat16 activations (--precision bf16, ops/conv.cpp): x, w and y all bfloat16 (the op casts the float32
+// bfloat16 activations (ops/bfloat16_widening.h, ops/conv.cpp): x, w and y all bfloat16 (the op casts the float32
 // weight) describe bfloat16 tensors to the same graph, with float32 arithmetic (the convolution's compute
 // type): BF16 tensor-core products summed in float32, each output rounded to bfloat16 once. The weight
 // gradient is bfloat16 too, widened by the op's cast into the float32 parameter's gradient. Strict FP32 does

@@ -1,8 +1,9 @@
 // ops/bfloat16_widening.h — dispatch_widening_bf16: a kernel call that holds bfloat16 activations, served
 // by a bfloat16 kernel where the device has one, else by the float32 kernels on widened copies.
 //
-// Under `--precision bf16` the captcha model keeps its CNN's activations in bfloat16 between ops
-// (core/precision.h): conv2d, batch_norm (+ReLU) and max_pool2d take bfloat16 x and write bfloat16 y. A
+// With `--activations bf16` (meant for `--precision bf16`, core/precision.h) the captcha model keeps its
+// CNN's activations in bfloat16 between ops: conv2d, batch_norm (+ReLU) and max_pool2d take bfloat16 x and
+// write bfloat16 y. A
 // device's fast kernels serve those calls directly (the CUDA ones); every other kernel reads float32 only
 // and declines them. Then this is the reference path, on any device:
 //

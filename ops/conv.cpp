@@ -11,7 +11,7 @@
 // none, or they decline, the stage runs on NCHW copies and its output is copied back (the "copy" rows of
 // MINIDL_PROFILE show it). The weight and its gradient are always [O, C, KH, KW] contiguous.
 //
-// bfloat16 activations (--precision bf16, core/precision.h): a bfloat16 x gives a bfloat16 y. A float32
+// bfloat16 activations (ops/bfloat16_widening.h): a bfloat16 x gives a bfloat16 y. A float32
 // weight is cast to bfloat16 for the call by the op cast (so its gradient comes back float32, rounded once
 // through bfloat16 as under PyTorch's autocast), and a bias is added in float32 to the widened output. A
 // stage no kernel serves in bfloat16 runs on float32 copies (ops/bfloat16_widening.h).

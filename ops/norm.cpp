@@ -26,7 +26,7 @@
 // x viewed as [N*H*W, C, 1] (S = 1, M = N*H*W: the same statistics over the same values, read in place)
 // and the output and gradient come back channels-last; every batch-norm kernel of every device serves it.
 //
-// bfloat16 activations (--precision bf16): x may be bfloat16, and y and grad_x then are too; gamma, beta,
+// bfloat16 activations (ops/bfloat16_widening.h): x may be bfloat16, and y and grad_x then are too; gamma, beta,
 // the running and saved statistics and their gradients stay float32, and every sum is float32 or wider. A
 // training call no kernel serves in bfloat16 runs on float32 copies (ops/bfloat16_widening.h); evaluation
 // runs on a float32 copy of x through the op cast.

@@ -12,7 +12,7 @@
 // declared to serve channels-last tensors (cuDNN's NHWC descriptors) where the device has one; elsewhere
 // the stage runs on NCHW copies and its output is copied back (the "copy" rows of MINIDL_PROFILE).
 //
-// bfloat16 activations (--precision bf16): a bfloat16 x gives a bfloat16 y; a stage no kernel serves in
+// bfloat16 activations (ops/bfloat16_widening.h): a bfloat16 x gives a bfloat16 y; a stage no kernel serves in
 // bfloat16 runs on float32 copies (ops/bfloat16_widening.h). Max and average are exact on the widened
 // values, so only the average's division rounds.
 #include <utility>
