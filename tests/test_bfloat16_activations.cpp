@@ -265,7 +265,7 @@ std::vector<double> captcha_losses(Device device, DType dtype, int steps, bool g
 
 }  // namespace
 
-TEST_CASE("--activations: fp32 unless bf16 is asked for (bf16 is not the default before a GPU measures it)",
+TEST_CASE("captcha flag activations: fp32 unless bf16 is asked for (bf16 is not the default before a GPU measures it)",
           "[bf16][flags]") {
   CHECK(examples::resolve_activations("") == DType::float32);
   CHECK(examples::resolve_activations("fp32") == DType::float32);
